@@ -1,0 +1,9 @@
+/* The subcommands of `replayssm`, one file each (cmd_<name>.c). Each takes the arguments after
+ * `replayssm` (argv[0] is the command's own name), handles its own --help, and returns the process
+ * exit status: 0 ok, 2 bad input or usage (RSSM_ERR_INPUT), 1 I/O or internal failure. */
+#ifndef RSSM_CLI_COMMANDS_H
+#define RSSM_CLI_COMMANDS_H
+
+int cmd_quant(int argc, char **argv);
+
+#endif
