@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that the build, the tests and the demo need (skipped when all are
+# present), then configures and builds into build/ with warnings as errors, as CI does.
+# Works on a fresh Debian 12 machine as root (or with sudo). CUDA code is compiled when
+# /usr/local/cuda/bin/nvcc exists.
+#   BUILD_DIR  build tree (default: build)      JOBS  parallel build jobs (default: 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(build-essential cmake pkg-config libhdf5-dev libgsl-dev libzstd-dev libcriterion-dev
+      libcjson-dev libinih-dev python3-numpy python3-h5py python3-matplotlib)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then SUDO=(sudo); fi
+  "${SUDO[@]}" apt-get update
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${PKGS[@]}"
+fi
+
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DRSSM_WERROR=ON
+cmake --build "$BUILD_DIR" -j"${JOBS:-2}"
