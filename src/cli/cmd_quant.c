@@ -141,10 +141,11 @@ int cmd_quant(int argc, char **argv) {
   }
   int64_t cols = s->dim[s->ndim - 1];
   int64_t rows = s->ndim >= 2 ? s->dim[s->ndim - 2] : 1;
-  int64_t nmat = 1;
-  for (int d = 0; d < s->ndim - 2; d++) nmat *= s->dim[d]; /* <= count, or 0: no overflow */
 
   if (s->count > 0) {
+    /* every axis is positive here, so the product is at most count: no overflow */
+    int64_t nmat = 1;
+    for (int d = 0; d < s->ndim - 2; d++) nmat *= s->dim[d];
     qlayout L;
     if (qlayout_of(&fmt, rows, cols, &L) != 0) {
       cli_error("quant",
