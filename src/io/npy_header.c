@@ -358,7 +358,7 @@ int npy_read_header(const char *path, FILE *f, int64_t file_size, npy_header *h,
             path, hlen, NPY_MAX_HEADER);
     return RSSM_ERR_INPUT;
   }
-  char *text = malloc((size_t)hlen + 1);
+  char *text = malloc((size_t)hlen + 1); /* [hlen + 1]: the dict text, NUL-terminated */
   if (!text) {
     set_err(err, errlen, "%s: out of memory reading the header", path);
     return RSSM_ERR_IO;
