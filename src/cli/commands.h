@@ -5,5 +5,6 @@
 #define RSSM_CLI_COMMANDS_H
 
 int cmd_quant(int argc, char **argv);
+int cmd_ssm_sim(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct {
 /* One line per command; keep alphabetical. */
 static const rssm_command commands[] = {
     {"quant", cmd_quant, "fake-quantise a float32 .npy array to a number format (SPEC 3-4)"},
+    {"ssm-sim", cmd_ssm_sim, "one SSM layer, random inputs: state error of each configuration"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

@@ -1,0 +1,140 @@
+/* HDF5 writer for ssm-sim results (layout in sim_h5.h). */
+#include "src/sim/sim_h5.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/cli/cli_util.h"
+
+void sim_h5_group_name(const char *label, char *out) {
+  size_t i = 0;
+  for (; label[i]; i++) out[i] = label[i] == '/' ? '_' : label[i];
+  out[i] = '\0';
+}
+
+static int attr_str(hid_t obj, const char *name, const char *value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, strlen(value) + 1);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(type);
+  return rc < 0 ? -1 : 0;
+}
+
+static int attr_num(hid_t obj, const char *name, hid_t type, const void *value) {
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  return rc < 0 ? -1 : 0;
+}
+
+/* A dataset of rank 1 or 2 (dims[1] == 0 means rank 1), written whole. Zero-length is allowed. */
+static int dataset(hid_t loc, const char *name, hid_t type, hsize_t d0, hsize_t d1,
+                   const void *data) {
+  hsize_t dims[2] = {d0, d1};
+  hid_t space = H5Screate_simple(d1 ? 2 : 1, dims, NULL);
+  hid_t ds = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = ds >= 0 ? 0 : -1;
+  if (ds >= 0 && d0 > 0 && data) rc = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(space);
+  return rc < 0 ? -1 : 0;
+}
+
+static int write_config(hid_t configs, const ssm_config *c, const ssm_sim_result *r) {
+  char gname[SSM_NAME_MAX], spec[256];
+  sim_h5_group_name(c->name, gname);
+  ssm_config_to_string(c, spec, sizeof spec);
+  hid_t g = H5Gcreate2(configs, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0) return -1;
+  int rc = 0;
+  rc |= attr_str(g, "spec", spec);
+  rc |= attr_str(g, "name", c->name);
+  rc |= dataset(g, "out_err", H5T_NATIVE_FLOAT, (hsize_t)r->steps, 0, r->out_err);
+  rc |= dataset(g, "out_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->steps, (hsize_t)r->H, r->out_err_head);
+  rc |= dataset(g, "store_step", H5T_NATIVE_INT64, (hsize_t)r->nstore, 0, r->store_step);
+  rc |= dataset(g, "ckpt_err", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err);
+  rc |= dataset(g, "ckpt_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, (hsize_t)r->H, r->ckpt_err_head);
+  if (c->split) rc |= dataset(g, "ckpt_err_lp", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err_lp);
+  int64_t fn = r->first_nonfinite;
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t ds = H5Dcreate2(g, "first_nonfinite", H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &fn) < 0) rc = -1;
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(space);
+  H5Gclose(g);
+  return rc;
+}
+
+int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const ssm_config *configs,
+                 const ssm_sim_result *results, char *err, size_t errlen) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+    snprintf(err, errlen, "%s: path too long", path);
+    return -1;
+  }
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our own one-line errors instead of HDF5's stack */
+  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) {
+    snprintf(err, errlen, "%s: cannot create the output file (is the directory writable?)", tmp);
+    return -1;
+  }
+  const ssm_dims *d = &p->in.dims;
+  int rc = 0;
+  long long steps = (long long)p->steps;
+  unsigned long long seed = (unsigned long long)p->in.seed;
+  rc |= attr_str(f, "tool", "replayssm ssm-sim");
+  rc |= attr_str(f, "version", rssm_version());
+  rc |= attr_str(f, "kind", d->kind == SSM_GDN ? "gdn" : "mamba2");
+  rc |= attr_str(f, "reference", "conventional state=fp32");
+  rc |= attr_num(f, "H", H5T_NATIVE_INT, &d->H);
+  rc |= attr_num(f, "G", H5T_NATIVE_INT, &d->G);
+  rc |= attr_num(f, "dv", H5T_NATIVE_INT, &d->dv);
+  rc |= attr_num(f, "dk", H5T_NATIVE_INT, &d->dk);
+  rc |= attr_num(f, "steps", H5T_NATIVE_LLONG, &steps);
+  rc |= attr_num(f, "seed", H5T_NATIVE_ULLONG, &seed);
+  rc |= attr_num(f, "decay_lo", H5T_NATIVE_DOUBLE, &p->in.decay_lo);
+  rc |= attr_num(f, "decay_hi", H5T_NATIVE_DOUBLE, &p->in.decay_hi);
+  rc |= attr_num(f, "beta_lo", H5T_NATIVE_DOUBLE, &p->in.beta_lo);
+  rc |= attr_num(f, "beta_hi", H5T_NATIVE_DOUBLE, &p->in.beta_hi);
+  sim_inputs in;
+  if (sim_inputs_build(&in, &p->in, 1) == 0) {
+    rc |= dataset(f, "decay", H5T_NATIVE_FLOAT, (hsize_t)d->H, 0, in.decay);
+    sim_inputs_free(&in);
+  } else {
+    rc = -1;
+  }
+  hid_t configs_g = H5Gcreate2(f, "configs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (configs_g < 0) rc = -1;
+  for (int i = 0; rc == 0 && i < nconfig; i++) rc |= write_config(configs_g, &configs[i], &results[i]);
+  if (configs_g >= 0) H5Gclose(configs_g);
+  if (H5Fclose(f) < 0) rc = -1;
+  if (rc != 0) {
+    unlink(tmp);
+    snprintf(err, errlen, "%s: writing the HDF5 file failed (disk full?)", path);
+    return -1;
+  }
+  /* the data must be on disk before the name points at it */
+  int fd = open(tmp, O_RDONLY);
+  if (fd < 0 || fsync(fd) != 0) {
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    snprintf(err, errlen, "%s: cannot sync the finished file to disk", path);
+    return -1;
+  }
+  close(fd);
+  if (rename(tmp, path) != 0) {
+    unlink(tmp);
+    snprintf(err, errlen, "%s: cannot rename the finished file into place", path);
+    return -1;
+  }
+  return 0;
+}
