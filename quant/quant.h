@@ -23,7 +23,8 @@ typedef struct {
   uint32_t stream;           /* < 16: QSR_STREAM_* */
 } qsr_params;
 
-enum { QSR_STREAM_STATE = 0, QSR_STREAM_HP = 1, QSR_STREAM_LP = 2, QSR_STREAM_QUANT_CLI = 3 };
+enum { QSR_STREAM_STATE = 0, QSR_STREAM_HP = 1, QSR_STREAM_LP = 2, QSR_STREAM_QUANT_CLI = 3,
+       QSR_STREAM_ACCEPT = 4 /* spec acceptance draws (src/ssm/ssm_accept.h), never rounding */ };
 
 /* layer < 4096, head < 65536, sequence < 2^32. */
 static inline uint64_t qsr_matrix_id(uint32_t layer, uint32_t head, uint32_t sequence) {

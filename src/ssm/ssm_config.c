@@ -12,6 +12,7 @@ enum { K_STATE, K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_NAME, K_COUNT
 static const char *const key_names[K_COUNT] = {"state", "ckpt", "hp", "lp", "L",
                                                "T", "accept", "gdn_u", "name"};
 
+__attribute__((format(printf, 3, 4)))
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen > 0) {
     va_list ap;

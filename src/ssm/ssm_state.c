@@ -7,6 +7,7 @@
 #include "quant/quant.h"
 #include "src/ssm/ssm_internal.h"
 
+__attribute__((format(printf, 3, 4)))
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen > 0) {
     va_list ap;
