@@ -43,18 +43,19 @@
 
 #define RSSM_DOT_LANES 32
 
-/* Item 1: a . b over n elements in warp-32 order. */
+/* Item 1: a . b over n elements in warp-32 order. Only lane 0's value is needed, and at each
+ * butterfly level lane l < off reads lanes l and l + off only, so the levels can run in place on
+ * the lower half: p[l] = p[l] + p[l + off] for l < off. This is the same rounded sum as lane 0 of
+ * the full butterfly (float + is commutative bit for bit), in 31 additions and no copies. */
 RSSM_HD float rssm_dot_w32(const float *a /* [n] */, const float *b /* [n] */, int n) {
-  float p[RSSM_DOT_LANES], old[RSSM_DOT_LANES];
+  float p[RSSM_DOT_LANES];
   for (int l = 0; l < RSSM_DOT_LANES; l++) {
     float s = 0.0f;
     for (int i = l; i < n; i += RSSM_DOT_LANES) s = s + a[i] * b[i];
     p[l] = s;
   }
-  for (int off = RSSM_DOT_LANES / 2; off >= 1; off >>= 1) {
-    for (int l = 0; l < RSSM_DOT_LANES; l++) old[l] = p[l];
-    for (int l = 0; l < RSSM_DOT_LANES; l++) p[l] = old[l] + old[l ^ off];
-  }
+  for (int off = RSSM_DOT_LANES / 2; off >= 1; off >>= 1)
+    for (int l = 0; l < off; l++) p[l] = p[l] + p[l + off];
   return p[0];
 }
 
