@@ -4,6 +4,7 @@
 #ifndef RSSM_CLI_COMMANDS_H
 #define RSSM_CLI_COMMANDS_H
 
+int cmd_logits(int argc, char **argv);
 int cmd_quant(int argc, char **argv);
 int cmd_ssm_sim(int argc, char **argv);
 

@@ -14,6 +14,7 @@ typedef struct {
 
 /* One line per command; keep alphabetical. */
 static const rssm_command commands[] = {
+    {"logits", cmd_logits, "fp32 CPU decode of a Hugging Face hybrid model: logits per step"},
     {"quant", cmd_quant, "fake-quantise a float32 .npy array to a number format (SPEC 3-4)"},
     {"ssm-sim", cmd_ssm_sim, "one SSM layer, random inputs: state error of each configuration"},
 };

@@ -1,0 +1,98 @@
+/* Attention decode with a KV cache: Qwen's gated attention (per-head (1+w) q/k norm, partial
+ * half-split RoPE, sigmoid output gate; A.3.2) and Nemotron-H's plain GQA (no RoPE; B.3.2).
+ * Token t of a round sits at position pos + t and attends to positions 0..pos+t; K/V of rejected
+ * spec drafts are overwritten by later rounds. */
+#include <math.h>
+#include <string.h>
+
+#include "src/model/layers.h"
+#include "src/model/linalg.h"
+
+int64_t attn_work_floats(const model *m, int n, int64_t max_ctx) {
+  const model_config *c = &m->cfg;
+  const int64_t qd = c->n_heads * c->head_dim;
+  /* q with gates, scores, o */
+  return (int64_t)n * 2 * qd + max_ctx + qd + c->head_dim;
+}
+
+/* RoPE on dims [0, rd) of one head (half-split / NeoX style), as HF computes it: inv_freq in
+ * fp32 as 1 / theta^(2i/rd), angle = pos * inv_freq in fp32, cos and sin of that angle. */
+static void rope(float *x /* [D] */, int64_t rd, double theta, int64_t pos) {
+  const int64_t half = rd / 2;
+  for (int64_t i = 0; i < half; i++) {
+    float e = (float)(2 * i) / (float)rd;
+    float inv = 1.0f / powf((float)theta, e);
+    float ang = (float)pos * inv;
+    float cs = cosf(ang), sn = sinf(ang);
+    float a = x[i], bb = x[i + half];
+    x[i] = a * cs - bb * sn;
+    x[i + half] = bb * cs + a * sn;
+  }
+}
+
+void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n, const float *u,
+                  float *y, float *work) {
+  const model_config *c = &s->m->cfg;
+  const attn_weights *a = &b->attn;
+  const int64_t H = c->H, nH = c->n_heads, nKV = c->n_kv_heads, D = c->head_dim;
+  const int64_t qd = nH * D, kvd = nKV * D, rep = nH / nKV;
+  const int gated = b->kind == BK_QATTN;
+  float *qg = work;                 /* [n][2*qd]: queries, then gates (Qwen) */
+  float *sc = qg + n * 2 * qd;      /* [max_ctx] scores of one head */
+  float *o = sc + s->max_ctx;       /* [qd] attention output of one token */
+  float *tmp = o + qd;              /* [D] */
+  const float scale = (float)(1.0 / sqrt((double)D));
+
+  for (int t = 0; t < n; t++) {
+    const int64_t pos = s->pos + t;
+    const float *ut = u + t * H;
+    float *q = qg + t * 2 * qd;
+    float *kc = bs->kcache + pos * kvd, *vc = bs->vcache + pos * kvd;
+    matvec(a->w_q, ut, q, gated ? 2 * qd : qd, H);
+    matvec(a->w_k, ut, kc, kvd, H);
+    matvec(a->w_v, ut, vc, kvd, H);
+    if (gated) {
+      for (int64_t h = 0; h < nH; h++) {
+        rmsnorm(q + h * D, a->q_norm, 1, c->eps, tmp, D);
+        memcpy(q + h * D, tmp, (size_t)D * sizeof(float));
+        rope(q + h * D, c->rotary_dim, c->rope_theta, pos);
+      }
+      for (int64_t h = 0; h < nKV; h++) {
+        rmsnorm(kc + h * D, a->k_norm, 1, c->eps, tmp, D);
+        memcpy(kc + h * D, tmp, (size_t)D * sizeof(float));
+        rope(kc + h * D, c->rotary_dim, c->rope_theta, pos);
+      }
+    }
+  }
+  /* All K/V of the round are written before any token reads them: token t reads only
+   * positions <= pos + t, so the order does not matter. */
+  for (int t = 0; t < n; t++) {
+    const int64_t pos = s->pos + t;
+    const float *q = qg + t * 2 * qd;
+    for (int64_t h = 0; h < nH; h++) {
+      const int64_t kh = h / rep;
+      const float *qh = q + h * D;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j <= pos; j++) {
+        float v = dot_f32(qh, bs->kcache + j * kvd + kh * D, D) * scale;
+        sc[j] = v;
+        if (v > mx) mx = v;
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j <= pos; j++) {
+        sc[j] = expf(sc[j] - mx);
+        sum = sum + sc[j];
+      }
+      float *oh = o + h * D;
+      for (int64_t i = 0; i < D; i++) oh[i] = 0.0f;
+      for (int64_t j = 0; j <= pos; j++) {
+        const float p = sc[j] / sum;
+        const float *vj = bs->vcache + j * kvd + kh * D;
+        for (int64_t i = 0; i < D; i++) oh[i] = oh[i] + p * vj[i];
+      }
+    }
+    if (gated)
+      for (int64_t i = 0; i < qd; i++) o[i] = o[i] * sigmoid_f(q[qd + i]);
+    matvec(a->w_o, o, y + t * H, H, qd);
+  }
+}

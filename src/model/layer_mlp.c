@@ -1,0 +1,182 @@
+/* Feed-forward blocks: dense SwiGLU (Qwen) and relu^2 (Nemotron-H) MLPs, and the two MoE blocks:
+ * Qwen (softmax router, top-k, renormalised weights, SwiGLU experts, sigmoid-gated shared
+ * expert; A.3.3) and Nemotron-H (sigmoid router, selection by sigmoid + correction bias with
+ * group gating, weights from the plain sigmoid, relu^2 experts inside optional latent
+ * projections, shared expert on the full-width input; B.3.4). Routed experts are summed in
+ * ascending expert id, as HF's index_add_ loop does. */
+#include <math.h>
+#include <string.h>
+
+#include "src/model/layers.h"
+#include "src/model/linalg.h"
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+int64_t mlp_work_floats(const model *m, int n) {
+  const model_config *c = &m->cfg;
+  (void)n;
+  int64_t I = max64(max64(c->inter, c->moe_inter), c->shared_inter);
+  int64_t Din = c->latent > 0 ? c->latent : c->H;
+  /* gate, up (I each), router scores (3E), latent in/out (Din each), expert out (max(H,Din)),
+   * selection marks (E) */
+  return 2 * I + 4 * max64(c->n_experts, 1) + 2 * Din + max64(c->H, Din) + c->H;
+}
+
+/* out[H'] = down(act(up x) [* silu(gate x)]); gate NULL -> relu^2. */
+static void ffn(const float *w_gate /* [I][Din] or NULL */, const float *w_up /* [I][Din] */,
+                const float *w_down /* [Dout][I] */, int64_t I, int64_t Din, int64_t Dout,
+                const float *x /* [Din] */, float *out /* [Dout] */, float *gbuf /* [I] */,
+                float *ubuf /* [I] */) {
+  matvec(w_up, x, ubuf, I, Din);
+  if (w_gate) {
+    matvec(w_gate, x, gbuf, I, Din);
+    for (int64_t i = 0; i < I; i++) ubuf[i] = silu_f(gbuf[i]) * ubuf[i];
+  } else {
+    for (int64_t i = 0; i < I; i++) {
+      float r = ubuf[i] > 0.0f ? ubuf[i] : 0.0f;
+      ubuf[i] = r * r;
+    }
+  }
+  matvec(w_down, ubuf, out, Dout, I);
+}
+
+void mlp_forward(const model *m, const model_block_w *b, int n, const float *u, float *y,
+                 float *work) {
+  const int64_t H = m->cfg.H, I = b->mlp.I;
+  float *g = work, *up = work + I; /* [I], [I] */
+  for (int t = 0; t < n; t++)
+    ffn(b->mlp.w_gate, b->mlp.w_up, b->mlp.w_down, I, H, H, u + t * H, y + t * H, g, up);
+}
+
+/* Indices of the k largest scores (ties: the lower index first, like a stable sort), in
+ * descending score order; only entries with allowed[e] != 0 (allowed may be NULL). */
+static void topk(const float *score /* [E] */, const float *allowed /* [E] or NULL */, int64_t E,
+                 int64_t k, int64_t *idx /* [k] */) {
+  for (int64_t j = 0; j < k; j++) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < E; e++) {
+      if (allowed && allowed[e] == 0.0f) continue;
+      int taken = 0;
+      for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
+      if (taken) continue;
+      if (best < 0 || score[e] > score[best]) best = e;
+    }
+    idx[j] = best;
+  }
+}
+
+/* Add w * expert e's output to acc, expert ids ascending: sort the (idx, w) pairs first. */
+static void sort_by_expert(int64_t *idx /* [k] */, float *w /* [k] */, int64_t k) {
+  for (int64_t i = 1; i < k; i++)
+    for (int64_t j = i; j > 0 && idx[j - 1] > idx[j]; j--) {
+      int64_t ti = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = ti;
+      float tw = w[j];
+      w[j] = w[j - 1];
+      w[j - 1] = tw;
+    }
+}
+
+#define MOE_MAX_TOPK 1024
+
+void moe_forward(const model *m, const model_block_w *b, int n, const float *u, float *y,
+                 float *work) {
+  const model_config *c = &m->cfg;
+  const moe_weights *w = &b->moe;
+  const int64_t H = c->H, E = c->n_experts, I = c->moe_inter, Din = w->Din;
+  const int64_t k = c->topk;
+  const int64_t Imax = max64(max64(c->inter, c->moe_inter), c->shared_inter);
+  float *g = work;                 /* [Imax] */
+  float *up = g + Imax;            /* [Imax] */
+  float *r = up + Imax;            /* [E] router logits */
+  float *sc = r + E;               /* [E] selection scores */
+  float *allowed = sc + E;         /* [E] group mask */
+  float *gs = allowed + E;         /* [E] group scores (n_group used) */
+  float *xl = gs + E;              /* [Din] expert input */
+  float *acc = xl + Din;           /* [Din] routed sum */
+  float *eo = acc + Din;           /* [max(H, Din)] one expert's output */
+  float *sh = eo + max64(H, Din);  /* [H] shared expert output */
+  int64_t idx[MOE_MAX_TOPK];
+  float wt[MOE_MAX_TOPK];
+
+  for (int t = 0; t < n; t++) {
+    const float *ut = u + t * H;
+    float *yt = y + t * H;
+    matvec(w->router, ut, r, E, H);
+    if (b->kind == BK_QMOE) {
+      /* softmax over all experts, top-k of the probabilities, renormalise */
+      float mx = r[0];
+      for (int64_t e = 1; e < E; e++) mx = r[e] > mx ? r[e] : mx;
+      float sum = 0.0f;
+      for (int64_t e = 0; e < E; e++) {
+        sc[e] = expf(r[e] - mx);
+        sum = sum + sc[e];
+      }
+      for (int64_t e = 0; e < E; e++) sc[e] = sc[e] / sum;
+      topk(sc, NULL, E, k, idx);
+      float ws = 0.0f;
+      for (int64_t j = 0; j < k; j++) {
+        wt[j] = sc[idx[j]];
+        ws = ws + wt[j];
+      }
+      if (c->norm_topk)
+        for (int64_t j = 0; j < k; j++) wt[j] = wt[j] / ws;
+    } else {
+      /* sigmoid scores; select on score + correction bias within the best groups */
+      for (int64_t e = 0; e < E; e++) {
+        r[e] = sigmoid_f(r[e]);
+        sc[e] = r[e] + w->corr_bias[e];
+        allowed[e] = 1.0f;
+      }
+      const int64_t ng = c->n_group, per = E / ng;
+      if (c->topk_group < ng) {
+        for (int64_t gi = 0; gi < ng; gi++) {
+          int64_t two[2];
+          int64_t kk = per < 2 ? per : 2;
+          topk(sc + gi * per, NULL, per, kk, two);
+          float s2 = 0.0f;
+          for (int64_t j = 0; j < kk; j++) s2 = s2 + sc[gi * per + two[j]];
+          gs[gi] = s2;
+        }
+        int64_t keep[MOE_MAX_TOPK];
+        topk(gs, NULL, ng, c->topk_group, keep);
+        for (int64_t e = 0; e < E; e++) allowed[e] = 0.0f;
+        for (int64_t j = 0; j < c->topk_group; j++)
+          for (int64_t e = keep[j] * per; e < (keep[j] + 1) * per; e++) allowed[e] = 1.0f;
+      }
+      topk(sc, allowed, E, k, idx);
+      float ws = 0.0f;
+      for (int64_t j = 0; j < k; j++) {
+        wt[j] = r[idx[j]];
+        ws = ws + wt[j];
+      }
+      if (c->norm_topk)
+        for (int64_t j = 0; j < k; j++) wt[j] = wt[j] / (ws + 1e-20f);
+      for (int64_t j = 0; j < k; j++) wt[j] = wt[j] * (float)c->routed_scaling;
+    }
+    sort_by_expert(idx, wt, k);
+
+    const float *x = ut;
+    if (w->fc1_latent) {
+      matvec(w->fc1_latent, ut, xl, Din, H);
+      x = xl;
+    }
+    for (int64_t i = 0; i < Din; i++) acc[i] = 0.0f;
+    for (int64_t j = 0; j < k; j++) {
+      const int64_t e = idx[j];
+      ffn(w->w_gate ? w->w_gate + e * I * Din : NULL, w->w_up + e * I * Din,
+          w->w_down + e * Din * I, I, Din, Din, x, eo, g, up);
+      for (int64_t i = 0; i < Din; i++) acc[i] = acc[i] + wt[j] * eo[i];
+    }
+    if (w->fc2_latent) matvec(w->fc2_latent, acc, yt, H, Din);
+    else memcpy(yt, acc, (size_t)H * sizeof(float));
+
+    if (w->shared.I > 0) {
+      ffn(w->shared.w_gate, w->shared.w_up, w->shared.w_down, w->shared.I, H, H, ut, sh, g, up);
+      float gate = 1.0f;
+      if (w->shared_gate) gate = sigmoid_f(dot_f32(w->shared_gate, ut, H));
+      for (int64_t i = 0; i < H; i++) yt[i] = yt[i] + gate * sh[i];
+    }
+  }
+}

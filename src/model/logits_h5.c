@@ -1,0 +1,65 @@
+/* HDF5 writer of the logits command (see logits_h5.h). */
+#include "src/model/logits_h5.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/io/status.h"
+
+static int attr_str(hid_t obj, const char *name, const char *value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, strlen(value) + 1);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(type);
+  return rc < 0 ? -1 : 0;
+}
+
+int logits_h5_write(const char *path, const float *logits, int64_t N, int64_t V,
+                    const char *model_dir, const char *tokens_path, const char *config,
+                    char *err, size_t errlen) {
+  char tmp[4200];
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    snprintf(err, errlen, "%s: path too long", path);
+    return RSSM_ERR_IO;
+  }
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our own one-line errors instead of HDF5's stack */
+  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) {
+    snprintf(err, errlen, "%s: cannot create HDF5 file", tmp);
+    return RSSM_ERR_IO;
+  }
+  int rc = 0;
+  hsize_t dims[2] = {(hsize_t)N, (hsize_t)V};
+  hid_t space = H5Screate_simple(2, dims, NULL);
+  hid_t ds = H5Dcreate2(f, "logits", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                        H5P_DEFAULT);
+  if (ds < 0) rc = -1;
+  if (ds >= 0 && N > 0 && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logits) < 0)
+    rc = -1;
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(space);
+  rc |= attr_str(f, "model", model_dir);
+  rc |= attr_str(f, "tokens", tokens_path);
+  rc |= attr_str(f, "config", config);
+  if (H5Fclose(f) < 0) rc = -1;
+  if (rc != 0) {
+    unlink(tmp);
+    snprintf(err, errlen, "%s: writing the HDF5 file failed", path);
+    return RSSM_ERR_IO;
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    snprintf(err, errlen, "%s: cannot rename %s into place (%s)", path, tmp, strerror(e));
+    return RSSM_ERR_IO;
+  }
+  return RSSM_OK;
+}

@@ -1,0 +1,183 @@
+/* The CPU forward against an independent double-precision reference on tiny random checkpoints
+ * of each family (GDN + gated attention + SwiGLU/MoE stacks; Mamba-2 + attention + relu2 + latent
+ * MoE stacks), through the real `replayssm logits` executable. Also: .h5 output, thread-count
+ * invariance, and every kind of state configuration running end to end. */
+#include <criterion/criterion.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "src/io/npy.h"
+#include "tests/cli/cli_test_util.h"
+#include "tests/model/model_test_util.h"
+#include "tests/model/tiny_models.h"
+
+#define NTOK 40
+
+static const char *dir;
+
+static void setup(void) {
+  dir = tdir_make();
+  cr_assert(dir != NULL);
+}
+static void teardown(void) { tdir_remove(dir); }
+
+/* Run `replayssm logits` on dir with extra args; returns the exit status. */
+static int run_logits(const char *out, const char *config, const char *threads) {
+  char model_arg[TPATH_MAX], tok[TPATH_MAX], errp[TPATH_MAX];
+  snprintf(model_arg, sizeof model_arg, "%s", dir);
+  tpath(tok, dir, "tokens.npy");
+  tpath(errp, dir, "stderr.txt");
+  char *argv[16];
+  int a = 0;
+  argv[a++] = (char *)RSSM_BIN;
+  argv[a++] = (char *)"logits";
+  argv[a++] = (char *)"--model";
+  argv[a++] = model_arg;
+  argv[a++] = (char *)"--tokens";
+  argv[a++] = tok;
+  argv[a++] = (char *)"--out";
+  argv[a++] = (char *)out;
+  if (config) {
+    argv[a++] = (char *)"--config";
+    argv[a++] = (char *)config;
+  }
+  if (threads) {
+    argv[a++] = (char *)"--threads";
+    argv[a++] = (char *)threads;
+  }
+  argv[a] = NULL;
+  int st = run_prog(argv, NULL, errp);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    char *e = slurp(errp, NULL);
+    fprintf(stderr, "replayssm logits failed: %s\n", e ? e : "?");
+    free(e);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void make_tokens(int32_t *tok, int n, int64_t V, uint64_t seed) {
+  for (int i = 0; i < n; i++) tok[i] = (int32_t)(rng_next(&seed) % (uint64_t)V);
+}
+
+/* Build, write, decode with the reference config and compare with the reference per step. */
+static void check_family(tiny_kind kind) {
+  tt_list l;
+  char cfg[8192];
+  tiny_build(kind, &l, cfg, sizeof cfg);
+  cr_assert_eq(tiny_write(dir, &l, cfg), 0);
+  const int64_t V = tiny_vocab(kind);
+  int32_t tok[NTOK];
+  make_tokens(tok, NTOK, V, 99 + (uint64_t)kind);
+  char p[TPATH_MAX], out[TPATH_MAX];
+  cr_assert_eq(write_tokens_i32(tpath(p, dir, "tokens.npy"), tok, NTOK), 0);
+  double *ref = malloc(sizeof(double) * NTOK * (size_t)V);
+  tiny_reference(kind, &l, tok, NTOK, ref);
+
+  tpath(out, dir, "logits.npy");
+  cr_assert_eq(run_logits(out, NULL, NULL), 0);
+  npy_f32 got;
+  char err[512];
+  cr_assert_eq(npy_load_f32(out, &got, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(got.shape.ndim, 2);
+  cr_assert_eq(got.shape.dim[0], NTOK);
+  cr_assert_eq(got.shape.dim[1], V);
+  double worst = 0;
+  for (int t = 0; t < NTOK; t++) {
+    double e = rel_err(got.data + t * V, ref + t * V, V);
+    cr_expect(e <= 1e-4, "kind %d step %d: max|ours - ref| / max|ref| = %g", (int)kind, t, e);
+    if (e > worst) worst = e;
+  }
+  fprintf(stderr, "tiny kind %d: worst step relative error %.3g\n", (int)kind, worst);
+
+  /* one thread gives the same bits */
+  char out1[TPATH_MAX];
+  tpath(out1, dir, "logits1.npy");
+  cr_assert_eq(run_logits(out1, NULL, "1"), 0);
+  npy_f32 one;
+  cr_assert_eq(npy_load_f32(out1, &one, err, sizeof err), 0, "%s", err);
+  cr_expect(memcmp(one.data, got.data, sizeof(float) * NTOK * (size_t)V) == 0,
+            "logits depend on the thread count");
+  npy_f32_free(&one);
+
+  /* replay with fp32 checkpoints and spec with fp32 are reassociations of the reference */
+  const char *near[] = {"replay L=4 ckpt=fp32", "spec L=8 T=3 ckpt=fp32 accept=uniform"};
+  for (int c = 0; c < 2; c++) {
+    tpath(out1, dir, "logits_c.npy");
+    cr_assert_eq(run_logits(out1, near[c], NULL), 0, "config %s", near[c]);
+    npy_f32 o;
+    cr_assert_eq(npy_load_f32(out1, &o, err, sizeof err), 0, "%s", err);
+    for (int t = 0; t < NTOK; t++) {
+      double e = rel_err(o.data + t * V, ref + t * V, V);
+      cr_expect(e <= 1e-4, "config '%s' kind %d step %d: rel err %g", near[c], (int)kind, t, e);
+    }
+    npy_f32_free(&o);
+  }
+  /* quantised configurations run end to end and stay finite */
+  const char *quant[] = {"conventional state=bf16", "replay L=4 ckpt=nvfp4/sr",
+                         "replay L=4 hp=fp16/sr lp=fp8", "spec L=8 T=2 hp=fp32 lp=nvfp4 accept=geom:0.7"};
+  for (int c = 0; c < 4; c++) {
+    tpath(out1, dir, "logits_q.npy");
+    cr_assert_eq(run_logits(out1, quant[c], NULL), 0, "config %s", quant[c]);
+    npy_f32 o;
+    cr_assert_eq(npy_load_f32(out1, &o, err, sizeof err), 0, "%s", err);
+    for (int64_t i = 0; i < o.shape.count; i++)
+      cr_assert(isfinite(o.data[i]), "config '%s': non-finite logit", quant[c]);
+    npy_f32_free(&o);
+  }
+  npy_f32_free(&got);
+  free(ref);
+  tt_free(&l);
+}
+
+Test(model_forward, qwen35_text_dense_tied, .init = setup, .fini = teardown, .timeout = 300) {
+  check_family(TINY_QWEN35_TEXT);
+}
+Test(model_forward, qwen35_moe_wrapped, .init = setup, .fini = teardown, .timeout = 300) {
+  check_family(TINY_QWEN35_MOE);
+}
+Test(model_forward, qwen3_next_interleaved, .init = setup, .fini = teardown, .timeout = 300) {
+  check_family(TINY_QWEN3_NEXT);
+}
+Test(model_forward, nemotron_h_mamba2_moe, .init = setup, .fini = teardown, .timeout = 300) {
+  check_family(TINY_NEMOTRON_H);
+}
+
+Test(model_forward, h5_output_matches_npy, .init = setup, .fini = teardown, .timeout = 300) {
+  tt_list l;
+  char cfg[8192];
+  tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
+  cr_assert_eq(tiny_write(dir, &l, cfg), 0);
+  int32_t tok[8];
+  make_tokens(tok, 8, tiny_vocab(TINY_NEMOTRON_H), 5);
+  char p[TPATH_MAX], o1[TPATH_MAX], o2[TPATH_MAX];
+  cr_assert_eq(write_tokens_i32(tpath(p, dir, "tokens.npy"), tok, 8), 0);
+  cr_assert_eq(run_logits(tpath(o1, dir, "l.npy"), NULL, NULL), 0);
+  cr_assert_eq(run_logits(tpath(o2, dir, "l.h5"), NULL, NULL), 0);
+  npy_f32 a;
+  char err[256];
+  cr_assert_eq(npy_load_f32(o1, &a, err, sizeof err), 0);
+  hid_t f = H5Fopen(o2, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert(f >= 0);
+  hid_t ds = H5Dopen2(f, "/logits", H5P_DEFAULT);
+  cr_assert(ds >= 0);
+  hid_t sp = H5Dget_space(ds);
+  hsize_t dims[2];
+  cr_assert_eq(H5Sget_simple_extent_ndims(sp), 2);
+  H5Sget_simple_extent_dims(sp, dims, NULL);
+  cr_assert_eq(dims[0], 8);
+  cr_assert_eq((int64_t)dims[1], tiny_vocab(TINY_NEMOTRON_H));
+  float *b = malloc(sizeof(float) * dims[0] * dims[1]);
+  cr_assert(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b) >= 0);
+  cr_expect(memcmp(a.data, b, sizeof(float) * dims[0] * dims[1]) == 0);
+  H5Sclose(sp);
+  H5Dclose(ds);
+  H5Fclose(f);
+  cr_expect_eq(count_entries_containing(dir, ".tmp."), 0);
+  free(b);
+  npy_f32_free(&a);
+  tt_free(&l);
+}
