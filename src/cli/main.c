@@ -15,8 +15,12 @@ typedef struct {
 /* One line per command; keep alphabetical. */
 static const rssm_command commands[] = {
     {"logits", cmd_logits, "fp32 CPU decode of a Hugging Face hybrid model: logits per step"},
+    {"merge", cmd_merge, "join the shard files of one run (run --shard I/N) into one file"},
     {"quant", cmd_quant, "fake-quantise a float32 .npy array to a number format (SPEC 3-4)"},
+    {"run", cmd_run, "teacher-forced decoding of an experiment: per-step KL etc. in HDF5 (SPEC 5, 7)"},
     {"ssm-sim", cmd_ssm_sim, "one SSM layer, random inputs: state error of each configuration"},
+    {"summary", cmd_summary, "the SPEC 5 statistics of every configuration of a run file"},
+    {"tokens", cmd_tokens, "build a byte-level .tok.zst token stream from text or PG-19"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
