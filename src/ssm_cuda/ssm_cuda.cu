@@ -1,0 +1,821 @@
+/* The SSM state engine on the GPU (docs/ssm-cuda.md): batched kernels that mirror the CPU
+ * reference of src/ssm bit for bit.
+ *
+ * Why the results are identical: every float operation below is one that the CPU engine does, on
+ * the same operands, in the same association, through the same functions where they fit
+ * (src/ssm/ssm_math.h for the state arithmetic, quant/numerics.h for checkpoint codes), and nvcc
+ * compiles with --fmad=false, IEEE division and no flush-to-zero. The reduction order is the one
+ * ssm_math.h prescribes: a dot product along dk is one warp, lane l accumulating i = l + 32m in
+ * ascending m from +0, then the xor butterfly off = 16..1; sums over records run in ascending
+ * record order in one thread.
+ *
+ * Kernels of one operation (all rows at once; each row follows its own device-side plan):
+ *   plan_kernel      per row: the flush decision (flag), misuse checks, records into the ring
+ *   mat_kernel       flush rows: S = records folded onto deq(main), warp per state row; writes S
+ *                    to scratch (and, for a step, the output S q)
+ *   store_kernel     flush rows: encode S into a checkpoint blob (quant/numerics.h), per head
+ *   ro_kernel        output-only readout (non-flush steps, drafts), block per (row, key group):
+ *                    the k_j . y dots once per group, the checkpoint row read once for all queries
+ *   *_book kernels   per row: h, base, events, pending after the operation
+ * No kernel needs a host decision, so an operation can be captured in a CUDA Graph. */
+#include <cuda_runtime.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/numerics.h"
+#include "quant/quant.h"
+#include "src/ssm/ssm_math.h"
+#include "src/ssm_cuda/ssm_cuda.h"
+
+namespace {
+
+enum { FLAG_IDLE = 0, FLAG_NONFLUSH = 1, FLAG_FLUSH = 2 };
+enum { OP_STEP = 0, OP_VERIFY = 1, OP_FLUSH = 2 };
+enum { Q_U = 0, Q_OUT = 1 };
+
+constexpr int MAXM = 8;       /* elements of one state row per lane: dk <= 32 * MAXM */
+constexpr int RO_WARPS = 4;   /* warps of a readout block; each owns a tile of 32 state rows */
+constexpr int MAT_WARPS = 8;  /* warps of a materialise block; one state row per warp */
+constexpr int STORE_THREADS = 256;
+constexpr int BOOK_THREADS = 128;
+
+/* Device pointers and sizes of the state, passed to kernels by value. */
+struct dev_state {
+  int B, H, dv, dk, G, hpg, cap, L, T, gdn, conventional, spec, split, recompute;
+  int *base, *h, *pending, *flushed, *flag, *misuse;
+  uint64_t *nflush;
+  uint32_t *event;            /* [B][H] */
+  const uint64_t *matrix_id;  /* [B][H] */
+  float *rec_alpha, *rec_beta, *rec_x, *rec_v, *rec_k, *S;
+};
+
+/* A checkpoint's geometry (quant/format.h layout) and blob. */
+struct ck_view {
+  int kind, block;
+  long long code_row, blocks_per_row, scale_elem, codes_off, scales_off, tscale_off, bpm;
+  uint8_t *blob; /* [B][H][bpm] */
+};
+
+/* One state row as stored: enough to decode element c exactly as q_decode_cpu does. */
+struct row_src {
+  int kind, block, scale_elem;
+  const uint8_t *codes;  /* the row's codes */
+  const uint8_t *scales; /* the row's first scale slot, or NULL (unscaled formats) */
+  float s_dec;           /* NVFP4 per-matrix S_dec, else 1 */
+};
+
+__device__ inline row_src ck_row(const ck_view &v, size_t mat, int i) {
+  const uint8_t *m = v.blob + mat * (size_t)v.bpm;
+  row_src r;
+  r.kind = v.kind;
+  r.block = v.block;
+  r.scale_elem = (int)v.scale_elem;
+  r.codes = m + v.codes_off + (size_t)i * (size_t)v.code_row;
+  r.scales = v.scales_off >= 0 ? m + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem)
+                               : nullptr;
+  r.s_dec = v.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(m + v.tscale_off) : 1.0f;
+  return r;
+}
+
+/* An fp32 row of the scratch S, read through the same decoder (fp32: a plain load). */
+__device__ inline row_src fp32_row(const float *row /* [dk] */) {
+  row_src r;
+  r.kind = QF_FP32;
+  r.block = 0;
+  r.scale_elem = 0;
+  r.codes = reinterpret_cast<const uint8_t *>(row);
+  r.scales = nullptr;
+  r.s_dec = 1.0f;
+  return r;
+}
+
+__device__ inline float src_at(const row_src &r, int c) {
+  const uint8_t *scale = r.scales ? r.scales + (size_t)(c / r.block) * (size_t)r.scale_elem : nullptr;
+  return rssm_decode_at((qformat_kind)r.kind, r.codes, scale, r.s_dec, c);
+}
+
+/* Lane l's elements c = l + 32m of a row, in registers (0 beyond dk). */
+__device__ inline void load_row(const row_src &r, int dk, int lane, float *x /* [MAXM] */) {
+#pragma unroll
+  for (int m = 0; m < MAXM; m++) {
+    int c = lane + 32 * m;
+    x[m] = c < dk ? src_at(r, c) : 0.0f;
+  }
+}
+
+/* The xor butterfly of ssm_math.h item 1: every lane ends with the same bits. */
+__device__ inline float butterfly(float p) {
+  for (int off = RSSM_DOT_LANES / 2; off >= 1; off >>= 1) p = p + __shfl_xor_sync(0xffffffffu, p, off);
+  return p;
+}
+
+/* Warp-32 dot of a row held in registers with a vector y [dk] (ssm_math.h item 1). */
+__device__ inline float warp_dot_regs(const float *x /* [MAXM] */, const float *y /* [dk] */, int dk,
+                                      int lane) {
+  float p = 0.0f;
+#pragma unroll
+  for (int m = 0; m < MAXM; m++) {
+    int c = lane + 32 * m;
+    if (c < dk) p = p + x[m] * y[c];
+  }
+  return butterfly(p);
+}
+
+/* Warp-32 dot of two vectors in memory. */
+__device__ inline float warp_dot(const float *a /* [dk] */, const float *y /* [dk] */, int dk, int lane) {
+  float p = 0.0f;
+  for (int c = lane; c < dk; c += 32) p = p + a[c] * y[c];
+  return butterfly(p);
+}
+
+__device__ inline int slot_of(const dev_state &d, int base, int j) { return (base + j - 1) % d.cap; }
+
+/* The readouts of one row in one operation, in the CPU engine's order.
+ * Step (h = the row's h before the step, j = h + 1):
+ *   Mamba-2: {OUT, n = j, y = q};  GDN: {U of record j, n = j - 1, y = k_j}, {OUT, n = j, y = q}.
+ * Verify (h = the row's h after a flush, drafts at records h + s, s = 1..T):
+ *   GDN first {U of record h + s, n = h + s - 1, y = k_{h+s}} for s = 1..T (forward substitution
+ *   of the unit-triangular system of Appendix B.3, as ssm_verify does it), then for both kinds
+ *   {OUT of draft s, n = h + s, y = q_s}. */
+struct query {
+  int kind, n, rec, t;
+};
+
+__device__ inline int num_queries(const dev_state &d, int op) { return (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1); }
+
+__device__ inline query query_of(const dev_state &d, int op, int h, int qi) {
+  query q;
+  if (op == OP_STEP) {
+    int j = h + 1;
+    if (d.gdn && qi == 0) { q.kind = Q_U; q.n = j - 1; q.rec = j; q.t = 0; }
+    else { q.kind = Q_OUT; q.n = j; q.rec = 0; q.t = 0; }
+  } else if (d.gdn && qi < d.T) {
+    q.kind = Q_U; q.rec = h + qi + 1; q.n = h + qi; q.t = qi;
+  } else {
+    int s = d.gdn ? qi - d.T : qi;
+    q.kind = Q_OUT; q.n = h + s + 1; q.rec = 0; q.t = s;
+  }
+  return q;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-row planning and bookkeeping
+ * ------------------------------------------------------------------------------------------- */
+
+/* Block per row. Decides the row's plan for this operation (the CPU's branch) and writes the n
+ * input tokens as records h+1..h+n into the ring. */
+__global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or NULL */,
+                            ssm_cuda_inputs in /* [B][nt][...] */, int nt) {
+  const int b = blockIdx.x;
+  __shared__ int sflag;
+  if (threadIdx.x == 0) {
+    int act = active ? active[b] != 0 : 1;
+    int fl = FLAG_IDLE;
+    if (act) {
+      int h = d.h[b];
+      if (op == OP_STEP) {
+        if (d.spec || d.pending[b] != 0) d.misuse[b]++;
+        else fl = d.conventional ? FLAG_FLUSH : (h + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
+      } else if (op == OP_VERIFY) {
+        if (!d.spec || d.pending[b] != 0) d.misuse[b]++;
+        else fl = h + d.T > d.L ? FLAG_FLUSH : FLAG_NONFLUSH;
+      } else {
+        fl = (!d.conventional && h > 0) ? FLAG_FLUSH : FLAG_IDLE;
+      }
+      /* the CPU clears `flushed` at the start of every accepted call (ssm_flush: always) */
+      if (fl != FLAG_IDLE || op == OP_FLUSH) d.flushed[b] = 0;
+    }
+    d.flag[b] = fl;
+    sflag = fl;
+  }
+  __syncthreads();
+  if (op == OP_FLUSH || sflag == FLAG_IDLE) return;
+  const int H = d.H, hv = d.H * d.dv, gk = d.G * d.dk;
+  const int h = d.h[b], base = d.base[b];
+  for (int t = 0; t < nt; t++) {
+    const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, h + 1 + t);
+    const size_t tok = (size_t)b * nt + t;
+    for (int e = threadIdx.x; e < H; e += blockDim.x) {
+      d.rec_alpha[sl * H + e] = in.alpha[tok * H + e];
+      if (d.gdn) d.rec_beta[sl * H + e] = in.beta[tok * H + e];
+    }
+    float *xdst = d.gdn ? d.rec_v : d.rec_x;
+    for (int e = threadIdx.x; e < hv; e += blockDim.x) xdst[sl * hv + e] = in.v[tok * hv + e];
+    for (int e = threadIdx.x; e < gk; e += blockDim.x) d.rec_k[sl * gk + e] = in.k[tok * gk + e];
+  }
+}
+
+/* A stored checkpoint counts one quantisation event per head (ssm_store). */
+__device__ inline void count_store(const dev_state &d, int b) {
+  for (int hd = 0; hd < d.H; hd++) d.event[(size_t)b * d.H + hd]++;
+  d.nflush[b]++;
+  d.flushed[b] = 1;
+}
+
+/* After a step: non-flush rows keep the new record (h = j); flush rows count the store and, for
+ * replay, drop the folded records (base += j, h = 0); conventional keeps h = 0. */
+__global__ void step_book_kernel(dev_state d) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B) return;
+  int fl = d.flag[b];
+  if (fl == FLAG_NONFLUSH) {
+    d.h[b] = d.h[b] + 1;
+  } else if (fl == FLAG_FLUSH) {
+    count_store(d, b);
+    if (!d.conventional) {
+      d.base[b] = (d.base[b] + d.h[b] + 1) % d.cap;
+      d.h[b] = 0;
+    }
+  }
+}
+
+/* After a flush of the committed records (ssm_flush, or the first half of a verification). */
+__global__ void flush_book_kernel(dev_state d) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B || d.flag[b] != FLAG_FLUSH) return;
+  count_store(d, b);
+  d.base[b] = (d.base[b] + d.h[b]) % d.cap;
+  d.h[b] = 0;
+}
+
+__global__ void verify_book_kernel(dev_state d) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B || d.flag[b] == FLAG_IDLE) return;
+  d.pending[b] = d.T;
+}
+
+__global__ void commit_kernel(dev_state d, const int *a /* [B] */, const uint8_t *active /* [B] or NULL */) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B || (active && !active[b])) return;
+  int ab = a[b], p = d.pending[b];
+  if (!d.spec || p == 0 || ab < 1 || ab > p) {
+    d.misuse[b]++;
+    return;
+  }
+  /* rejected drafts stay in their slots and are overwritten by the next round */
+  d.h[b] = d.h[b] + ab;
+  d.pending[b] = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Flush rows: materialise and store
+ * ------------------------------------------------------------------------------------------- */
+
+/* Grid (H, B), MAT_WARPS warps, one warp per state row. For flush rows: S = records 1..n folded
+ * in order onto deq(main) (ssm_materialise); GDN records j >= rf get u recomputed from the
+ * running row (written back to the ring). Step: n = h + 1 and o = S q (ssm_output_from_state);
+ * verify/flush: n = h, no output. The row goes to the scratch S for the store (and, in a
+ * verification, for the drafts' readouts). */
+__global__ void mat_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+                           float *o /* [B][H][dv] */) {
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int n = op == OP_STEP ? h + 1 : h;
+  int rf; /* recompute_from of ssm_step.c */
+  if (d.conventional) rf = 1;
+  else if (d.split && d.recompute) rf = 1;
+  else rf = op == OP_STEP ? n : n + 1; /* the new record's u always comes from this S */
+  const size_t mat = (size_t)b * H + hd;
+  for (int i = warp; i < dv; i += MAT_WARPS) {
+    float x[MAXM], kr[MAXM];
+    load_row(ck_row(src, mat, i), dk, lane, x);
+    for (int j = 1; j <= n; j++) {
+      const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, j);
+      const size_t ri = sl * H + hd;
+      const float alpha = d.rec_alpha[ri];
+      const float *k = d.rec_k + (sl * G + g) * dk;
+#pragma unroll
+      for (int m = 0; m < MAXM; m++) {
+        int c = lane + 32 * m;
+        kr[m] = c < dk ? k[c] : 0.0f;
+      }
+      float xi;
+      if (d.gdn && j >= rf) {
+        /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1) */
+        float p = 0.0f;
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) {
+          int c = lane + 32 * m;
+          if (c < dk) p = p + x[m] * kr[m];
+        }
+        float skv = butterfly(p);
+        xi = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], alpha, skv);
+        if (lane == 0) d.rec_x[ri * dv + i] = xi;
+      } else {
+        xi = d.rec_x[ri * dv + i];
+      }
+      /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+#pragma unroll
+      for (int m = 0; m < MAXM; m++) {
+        int c = lane + 32 * m;
+        if (c < dk) x[m] = alpha * x[m] + xi * kr[m];
+      }
+    }
+    if (op == OP_STEP) {
+      float p = warp_dot_regs(x, q_in + ((size_t)b * G + g) * dk, dk, lane);
+      if (lane == 0) o[mat * dv + i] = p;
+    }
+    float *srow = d.S + (mat * dv + i) * dk;
+#pragma unroll
+    for (int m = 0; m < MAXM; m++) {
+      int c = lane + 32 * m;
+      if (c < dk) srow[c] = x[m];
+    }
+  }
+}
+
+/* Grid (H, B). Flush rows: encode the scratch S of one head into a checkpoint blob with the
+ * encoder of quant/numerics.h, SR counter (seed, matrix id, event of this store, stream), as
+ * q_encode_cpu does. Unscaled formats: one thread per element; scaled: one per block of a row;
+ * NVFP4 first reduces the matrix amax (a max is exact in any order). Padding bytes are never
+ * written: they keep the zeros of the initial blob, as the CPU's memset gives. */
+__global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed, uint32_t stream) {
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int dv = d.dv, dk = d.dk;
+  const size_t mat = (size_t)b * d.H + hd;
+  const float *x = d.S + mat * dv * dk;
+  uint8_t *m = dst.blob + mat * (size_t)dst.bpm;
+  float s_enc = 1.0f, s_dec = 1.0f;
+  if (dst.kind == QF_NVFP4) {
+    __shared__ float red[STORE_THREADS];
+    float local = 0.0f;
+    for (int e = threadIdx.x; e < dv * dk; e += blockDim.x) {
+      float a = rssm_fabs(x[e]);
+      if (rssm_isfinite(a) && a > local) local = a;
+    }
+    red[threadIdx.x] = local;
+    __syncthreads();
+    for (int s = STORE_THREADS / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + s];
+      __syncthreads();
+    }
+    s_enc = rssm_nvfp4_senc(red[0]);
+    s_dec = 1.0f / s_enc;
+    if (threadIdx.x == 0) *reinterpret_cast<float *>(m + dst.tscale_off) = s_dec;
+  }
+  rssm_sr_ctx ctx = {seed, d.matrix_id[mat], d.event[mat], stream, sr_on};
+  if (dst.block <= 0) {
+    for (int e = threadIdx.x; e < dv * dk; e += blockDim.x) {
+      int r = e / dk, c = e % dk;
+      rssm_encode_block((qformat_kind)dst.kind, x + (size_t)r * dk, c, 1, (int64_t)r * dk,
+                        m + dst.codes_off + (size_t)r * (size_t)dst.code_row, nullptr, s_enc, s_dec, &ctx);
+    }
+  } else {
+    const int nb = (int)dst.blocks_per_row;
+    for (int e = threadIdx.x; e < dv * nb; e += blockDim.x) {
+      int r = e / nb, bi = e % nb, c0 = bi * dst.block;
+      int n = dk - c0 < dst.block ? dk - c0 : dst.block;
+      uint8_t *scale = m + dst.scales_off + ((size_t)r * nb + bi) * (size_t)dst.scale_elem;
+      rssm_encode_block((qformat_kind)dst.kind, x + (size_t)r * dk, c0, n, (int64_t)r * dk,
+                        m + dst.codes_off + (size_t)r * (size_t)dst.code_row, scale, s_enc, s_dec, &ctx);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output-only readout (ssm_readout and ssm_gdn_u_readout of ssm_replay.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Dynamic shared memory of ro_kernel for nq queries. */
+size_t ro_smem_bytes(int cap, int nq, int dk) {
+  size_t ptrs = (size_t)cap * sizeof(const float *);
+  size_t floats = (size_t)cap                 /* al */
+                  + (size_t)nq * dk           /* ys */
+                  + (size_t)nq * cap          /* dots */
+                  + (size_t)nq * (cap + 1)    /* w */
+                  + (size_t)nq * cap          /* coef */
+                  + (size_t)RO_WARPS * nq * 32; /* cd */
+  return ptrs + floats * sizeof(float);
+}
+
+/* Grid (G, B), RO_WARPS warps. Rows that take part: step: non-flush rows; verify: every planned
+ * row, reading the scratch S (fp32, just materialised) on flush rows and the read checkpoint
+ * (C_lp when split, else the shared one) otherwise, as ssm_verify does.
+ * Per block: the query vectors y, then every k_j . y once for the key group; per head: the decay
+ * weights and coefficients of each query; per tile of 32 state rows, each row's C_i . y for all
+ * queries from one read of the row (warp-32 order), then lane r runs row i0 + r through the
+ * queries in order (ascending records, ssm_math.h item 3; GDN u, item 5). */
+__global__ void ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+                          float *o /* [B][nt][H][dv] */) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int g = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap;
+  const int h = d.h[b], base = d.base[b];
+  const int nq = num_queries(d, op);
+  const int nmax = op == OP_STEP ? h + 1 : h + d.T;
+
+  const float **xs = reinterpret_cast<const float **>(smem); /* [cap] record x of one head */
+  float *al = reinterpret_cast<float *>(xs + cap);           /* [cap] record alphas of one head */
+  float *ys = al + cap;                                      /* [nq][dk] */
+  float *dots = ys + (size_t)nq * dk;                        /* [nq][cap] k_j . y */
+  float *w = dots + (size_t)nq * cap;                        /* [nq][cap+1] */
+  float *coef = w + (size_t)nq * (cap + 1);                  /* [nq][cap] */
+  float *cd = coef + (size_t)nq * cap;                       /* [RO_WARPS][nq][32] C_i . y */
+
+  for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
+    int qi = e / dk, c = e % dk;
+    query qq = query_of(d, op, h, qi);
+    const float *y = qq.kind == Q_U
+                         ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                         : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    ys[e] = y[c];
+  }
+  __syncthreads();
+  /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
+  for (int qi = 0; qi < nq; qi++) {
+    query qq = query_of(d, op, h, qi);
+    for (int j = warp + 1; j <= qq.n; j += RO_WARPS) {
+      const float *kj = d.rec_k + (((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk;
+      float p = warp_dot(kj, ys + (size_t)qi * dk, dk, lane);
+      if (lane == 0) dots[(size_t)qi * cap + (j - 1)] = p;
+    }
+  }
+  __syncthreads();
+
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  for (int e = 0; e < d.hpg; e++) {
+    const int hd = g * d.hpg + e;
+    const size_t mat = (size_t)b * H + hd;
+    for (int j = threadIdx.x + 1; j <= nmax; j += blockDim.x) {
+      size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+      al[j - 1] = d.rec_alpha[ri];
+      xs[j - 1] = d.rec_x + ri * dv;
+    }
+    __syncthreads();
+    for (int qi = threadIdx.x; qi < nq; qi += blockDim.x) {
+      query qq = query_of(d, op, h, qi);
+      float *wq = w + (size_t)qi * (cap + 1);
+      rssm_decay_weights(al, qq.n, wq);
+      for (int j = 0; j < qq.n; j++)
+        coef[(size_t)qi * cap + j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+    }
+    __syncthreads();
+    float *cdw = cd + (size_t)warp * nq * 32;
+    for (int i0 = warp * 32; i0 < dv; i0 += RO_WARPS * 32) {
+      const int nr = dv - i0 < 32 ? dv - i0 : 32;
+      for (int r = 0; r < nr; r++) {
+        const int i = i0 + r;
+        float x[MAXM];
+        load_row(from_S ? fp32_row(d.S + (mat * dv + i) * dk) : ck_row(rd, mat, i), dk, lane, x);
+        for (int qi = 0; qi < nq; qi++) {
+          float p = warp_dot_regs(x, ys + (size_t)qi * dk, dk, lane);
+          if (lane == 0) cdw[qi * 32 + r] = p;
+        }
+      }
+      __syncwarp();
+      if (lane < nr) {
+        const int i = i0 + lane;
+        for (int qi = 0; qi < nq; qi++) {
+          query qq = query_of(d, op, h, qi);
+          float acc = rssm_readout_row(cdw[qi * 32 + lane], w[(size_t)qi * (cap + 1)], xs,
+                                       coef + (size_t)qi * cap, qq.n, i);
+          if (qq.kind == Q_U) {
+            /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
+            size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+            d.rec_x[ri * dv + i] = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[qq.rec - 1], acc);
+          } else {
+            o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+          }
+        }
+      }
+      __syncwarp();
+    }
+    __syncthreads();
+  }
+}
+
+/* Copies one encoded zero matrix into every [B][H] slot of a blob (the initial state). */
+__global__ void broadcast_kernel(uint8_t *blob /* [nmat][bpm] */, const uint8_t *one /* [bpm] */, size_t nmat,
+                                 size_t bpm) {
+  size_t total = nmat * bpm;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x)
+    blob[e] = one[e % bpm];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Host side
+ * ------------------------------------------------------------------------------------------- */
+
+int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+dev_state dev_of(const ssm_cuda_state *st) {
+  dev_state d;
+  const ssm_config *c = &st->cfg;
+  d.B = st->B;
+  d.H = st->dims.H;
+  d.dv = st->dims.dv;
+  d.dk = st->dims.dk;
+  d.G = st->dims.G;
+  d.hpg = st->dims.H / st->dims.G;
+  d.cap = st->cap;
+  d.L = c->L;
+  d.T = c->strategy == SSM_SPEC ? c->T : 0;
+  d.gdn = st->dims.kind == SSM_GDN;
+  d.conventional = c->strategy == SSM_CONVENTIONAL;
+  d.spec = c->strategy == SSM_SPEC;
+  d.split = c->strategy != SSM_CONVENTIONAL && c->split;
+  d.recompute = c->gdn_u == SSM_GDN_U_RECOMPUTE;
+  d.base = st->base;
+  d.h = st->h;
+  d.pending = st->pending;
+  d.flushed = st->flushed;
+  d.flag = st->flag;
+  d.misuse = st->misuse;
+  d.nflush = st->nflush;
+  d.event = st->event;
+  d.matrix_id = st->matrix_id;
+  d.rec_alpha = st->rec_alpha;
+  d.rec_beta = st->rec_beta;
+  d.rec_x = st->rec_x;
+  d.rec_v = st->rec_v;
+  d.rec_k = st->rec_k;
+  d.S = st->S;
+  return d;
+}
+
+ck_view view_of(const ssm_cuda_ckpt *c) {
+  ck_view v;
+  v.kind = (int)c->fmt.kind;
+  v.block = c->fmt.block;
+  v.code_row = c->lay.code_bytes_per_row;
+  v.blocks_per_row = c->lay.blocks_per_row;
+  v.scale_elem = c->lay.scale_elem_bytes;
+  v.codes_off = c->lay.codes_off;
+  v.scales_off = c->lay.scales_off;
+  v.tscale_off = c->lay.tscale_off;
+  v.bpm = c->lay.bytes_per_matrix;
+  v.blob = c->blob;
+  return v;
+}
+
+/* The checkpoint that non-flush steps and drafts read: C_lp when split, else the shared one. */
+const ssm_cuda_ckpt *read_ckpt(const ssm_cuda_state *st) { return st->cfg.split ? &st->lp : &st->main; }
+
+int ckpt_init(ssm_cuda_ckpt *c, const qformat *f, uint32_t stream, const ssm_dims *d, int B, char *err,
+              size_t errlen) {
+  c->fmt = *f;
+  c->stream = stream;
+  c->blob = nullptr;
+  if (qlayout_of(f, d->dv, d->dk, &c->lay) != 0)
+    return fail(err, errlen, "no storage layout for a %d x %d matrix", d->dv, d->dk);
+  if (f->kind == QF_NVFP4 || f->kind == QF_MXFP4) {
+    /* 4-bit codes: a block must not share a byte with its neighbour (threads write blocks) */
+    if (f->block % 2 != 0) return fail(err, errlen, "4-bit format with odd block %d", f->block);
+  }
+  size_t bpm = (size_t)c->lay.bytes_per_matrix, nmat = (size_t)B * d->H;
+  /* S_0 = 0 stored as Q_F(0) with round-to-nearest, no SR event (ssm_state.c ckpt_init) */
+  size_t nelem = (size_t)d->dv * d->dk;
+  float *zeros = static_cast<float *>(calloc(nelem, sizeof(float)));
+  uint8_t *one = static_cast<uint8_t *>(calloc(bpm, 1));
+  uint8_t *d_one = nullptr;
+  int rc = 0;
+  if (!zeros || !one) {
+    rc = fail(err, errlen, "out of host memory");
+  } else {
+    qformat rtn = *f;
+    rtn.rounding = QR_RTN;
+    q_encode_cpu(&rtn, &c->lay, 1, zeros, one, nullptr);
+    if (cudaMalloc(reinterpret_cast<void **>(&c->blob), nmat * bpm) != cudaSuccess ||
+        cudaMalloc(reinterpret_cast<void **>(&d_one), bpm) != cudaSuccess) {
+      rc = fail(err, errlen, "out of device memory for a checkpoint (%zu bytes)", nmat * bpm);
+    } else {
+      cudaMemcpy(d_one, one, bpm, cudaMemcpyHostToDevice);
+      broadcast_kernel<<<1024, 256>>>(c->blob, d_one, nmat, bpm);
+      if (cudaDeviceSynchronize() != cudaSuccess) rc = fail(err, errlen, "CUDA error initialising a checkpoint");
+    }
+  }
+  if (d_one) cudaFree(d_one);
+  free(zeros);
+  free(one);
+  return rc;
+}
+
+bool inputs_ok(const ssm_cuda_state *st, const ssm_cuda_inputs *in, const float *o) {
+  if (!in || !o || !in->alpha || !in->v || !in->k || !in->q) return false;
+  return st->dims.kind != SSM_GDN || in->beta != nullptr;
+}
+
+int launch_ok(void) { return cudaGetLastError() == cudaSuccess ? 0 : -1; }
+
+unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_THREADS); }
+
+/* Materialise and store the flush rows of the current plan (their flag is FLUSH). */
+void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o, cudaStream_t s) {
+  dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
+  mat_kernel<<<grid, MAT_WARPS * 32, 0, s>>>(d, view_of(&st->main), op, q, o);
+  store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, view_of(&st->main), st->main.fmt.rounding == QR_SR, st->seed,
+                                             st->main.stream);
+  if (d.split)
+    store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, view_of(&st->lp), st->lp.fmt.rounding == QR_SR, st->seed,
+                                               st->lp.stream);
+}
+
+void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
+                    cudaStream_t s) {
+  int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
+  size_t smem = ro_smem_bytes(d.cap, nq, d.dk);
+  dim3 grid((unsigned)d.G, (unsigned)st->B);
+  ro_kernel<<<grid, RO_WARPS * 32, smem, s>>>(d, view_of(read_ckpt(st)), op, q, nt, o);
+}
+
+}  // namespace
+
+extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const ssm_dims *dims, int B,
+                              uint64_t seed, uint32_t layer, const uint32_t *sequences, char *err,
+                              size_t errlen) {
+  memset(st, 0, sizeof *st);
+  const ssm_dims *d = dims;
+  if (d->kind != SSM_MAMBA2 && d->kind != SSM_GDN) return fail(err, errlen, "unknown SSM kind");
+  if (d->H < 1 || d->dv < 1 || d->dk < 1 || d->G < 1 || B < 1 || B > 65535)
+    return fail(err, errlen, "dims must be positive (H=%d dv=%d dk=%d G=%d B=%d)", d->H, d->dv, d->dk, d->G, B);
+  if (d->H % d->G != 0) return fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
+  if (d->H > 65535 || layer >= 4096)
+    return fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H, layer);
+  if (d->dk > 32 * MAXM) return fail(err, errlen, "dk=%d > %d (one state row per warp in registers)", d->dk, 32 * MAXM);
+  if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1) return fail(err, errlen, "L=%d < 1", cfg->L);
+  if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
+    return fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
+  if (!sequences) return fail(err, errlen, "no sequence ids");
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return fail(err, errlen, "no CUDA device");
+
+  st->cfg = *cfg;
+  st->dims = *d;
+  st->B = B;
+  st->seed = seed;
+  st->layer = layer;
+  st->cap = cfg->strategy == SSM_CONVENTIONAL ? 1 : cfg->strategy == SSM_REPLAY ? cfg->L : cfg->L + cfg->T;
+
+  /* the readout's shared memory: the verification (the largest) must fit */
+  int nq = (cfg->strategy == SSM_SPEC ? cfg->T : 1) * (d->kind == SSM_GDN ? 2 : 1);
+  size_t smem = ro_smem_bytes(st->cap, nq, d->dk);
+  int optin = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (smem > (size_t)optin)
+    return fail(err, errlen, "ring of %d slots and %d queries need %zu bytes of shared memory (> %d)", st->cap, nq,
+                smem, optin);
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(ro_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+    return fail(err, errlen, "cannot raise the readout's shared memory to %zu bytes", smem);
+
+  size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
+  size_t cap = (size_t)st->cap;
+  int gdn = d->kind == SSM_GDN;
+  bool oom = false;
+  auto dalloc = [&](void **p, size_t bytes) {
+    if (oom) return;
+    if (cudaMalloc(p, bytes) != cudaSuccess || cudaMemset(*p, 0, bytes) != cudaSuccess) {
+      *p = nullptr;
+      oom = true;
+    }
+  };
+  dalloc(reinterpret_cast<void **>(&st->base), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->h), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->pending), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->flushed), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->flag), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->misuse), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->nflush), Bz * sizeof(uint64_t));
+  dalloc(reinterpret_cast<void **>(&st->event), Bz * H * sizeof(uint32_t));
+  dalloc(reinterpret_cast<void **>(&st->matrix_id), Bz * H * sizeof(uint64_t));
+  dalloc(reinterpret_cast<void **>(&st->rec_alpha), Bz * cap * H * sizeof(float));
+  dalloc(reinterpret_cast<void **>(&st->rec_x), Bz * cap * H * dv * sizeof(float));
+  dalloc(reinterpret_cast<void **>(&st->rec_k), Bz * cap * G * dk * sizeof(float));
+  if (gdn) {
+    dalloc(reinterpret_cast<void **>(&st->rec_beta), Bz * cap * H * sizeof(float));
+    dalloc(reinterpret_cast<void **>(&st->rec_v), Bz * cap * H * dv * sizeof(float));
+  }
+  dalloc(reinterpret_cast<void **>(&st->S), Bz * H * dv * dk * sizeof(float));
+  if (oom) {
+    ssm_cuda_free(st);
+    return fail(err, errlen, "out of device memory for the SSM state");
+  }
+  uint64_t *ids = static_cast<uint64_t *>(malloc(Bz * H * sizeof(uint64_t)));
+  if (!ids) {
+    ssm_cuda_free(st);
+    return fail(err, errlen, "out of host memory");
+  }
+  for (size_t b = 0; b < Bz; b++)
+    for (size_t hd = 0; hd < H; hd++) ids[b * H + hd] = qsr_matrix_id(layer, (uint32_t)hd, sequences[b]);
+  cudaMemcpy(st->matrix_id, ids, Bz * H * sizeof(uint64_t), cudaMemcpyHostToDevice);
+  free(ids);
+
+  int rc;
+  if (cfg->strategy == SSM_CONVENTIONAL) {
+    rc = ckpt_init(&st->main, &cfg->state, QSR_STREAM_STATE, d, B, err, errlen);
+  } else if (!cfg->split) {
+    rc = ckpt_init(&st->main, &cfg->ckpt, QSR_STREAM_STATE, d, B, err, errlen);
+  } else {
+    rc = ckpt_init(&st->main, &cfg->hp, QSR_STREAM_HP, d, B, err, errlen);
+    if (rc == 0) rc = ckpt_init(&st->lp, &cfg->lp, QSR_STREAM_LP, d, B, err, errlen);
+  }
+  if (rc == 0 && cudaDeviceSynchronize() != cudaSuccess) rc = fail(err, errlen, "CUDA error building the state");
+  if (rc != 0) {
+    ssm_cuda_free(st);
+    return -1;
+  }
+  return 0;
+}
+
+extern "C" void ssm_cuda_free(ssm_cuda_state *st) {
+  if (!st) return;
+  void *ptrs[] = {st->base,      st->h,     st->pending,   st->flushed, st->flag,  st->misuse,
+                  st->nflush,    st->event, st->matrix_id, st->rec_alpha, st->rec_beta, st->rec_x,
+                  st->rec_v,     st->rec_k, st->main.blob, st->lp.blob, st->S};
+  for (void *p : ptrs)
+    if (p) cudaFree(p);
+  memset(st, 0, sizeof *st);
+}
+
+extern "C" int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in, const uint8_t *active, float *o,
+                             void *stream) {
+  if (st->cfg.strategy == SSM_SPEC || !inputs_ok(st, in, o)) return -1;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  dev_state d = dev_of(st);
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_STEP, active, *in, 1);
+  if (!d.conventional) launch_readout(st, d, OP_STEP, in->q, 1, o, s);
+  launch_flush_rows(st, d, OP_STEP, in->q, o, s);
+  step_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);
+  return launch_ok();
+}
+
+extern "C" int ssm_cuda_verify(ssm_cuda_state *st, const ssm_cuda_inputs *drafts, const uint8_t *active, float *o,
+                               void *stream) {
+  if (st->cfg.strategy != SSM_SPEC || !inputs_ok(st, drafts, o)) return -1;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  dev_state d = dev_of(st);
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_VERIFY, active, *drafts, d.T);
+  /* Appendix D.1: rows with h + T > L fold their committed records first; their drafts then
+   * read the fp32 S that the flush built */
+  launch_flush_rows(st, d, OP_VERIFY, nullptr, nullptr, s);
+  flush_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);
+  launch_readout(st, d, OP_VERIFY, drafts->q, d.T, o, s);
+  verify_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);
+  return launch_ok();
+}
+
+extern "C" int ssm_cuda_commit(ssm_cuda_state *st, const int *a, const uint8_t *active, void *stream) {
+  if (st->cfg.strategy != SSM_SPEC || !a) return -1;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  commit_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(dev_of(st), a, active);
+  return launch_ok();
+}
+
+extern "C" int ssm_cuda_flush(ssm_cuda_state *st, const uint8_t *active, void *stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  dev_state d = dev_of(st);
+  ssm_cuda_inputs none = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_FLUSH, active, none, 0);
+  if (!d.conventional) {
+    launch_flush_rows(st, d, OP_FLUSH, nullptr, nullptr, s);
+    flush_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);
+  }
+  return launch_ok();
+}
+
+extern "C" int ssm_cuda_download_row(const ssm_cuda_state *st, int b, ssm_cuda_row_info *info, uint32_t *event,
+                                     unsigned char *main_blob, unsigned char *lp_blob) {
+  if (b < 0 || b >= st->B) return -1;
+  if (cudaDeviceSynchronize() != cudaSuccess) return -1;
+  bool ok = true;
+  auto get = [&](void *dst, const void *src, size_t bytes) {
+    if (ok && cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) ok = false;
+  };
+  if (info) {
+    get(&info->h, st->h + b, sizeof(int));
+    get(&info->base, st->base + b, sizeof(int));
+    get(&info->pending, st->pending + b, sizeof(int));
+    get(&info->flushed, st->flushed + b, sizeof(int));
+    get(&info->misuse, st->misuse + b, sizeof(int));
+    get(&info->nflush, st->nflush + b, sizeof(uint64_t));
+  }
+  size_t H = (size_t)st->dims.H;
+  if (event) get(event, st->event + (size_t)b * H, H * sizeof(uint32_t));
+  if (main_blob) {
+    size_t n = H * (size_t)st->main.lay.bytes_per_matrix;
+    get(main_blob, st->main.blob + (size_t)b * n, n);
+  }
+  if (lp_blob && st->lp.blob) {
+    size_t n = H * (size_t)st->lp.lay.bytes_per_matrix;
+    get(lp_blob, st->lp.blob + (size_t)b * n, n);
+  }
+  return ok ? 0 : -1;
+}
