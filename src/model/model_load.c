@@ -126,7 +126,10 @@ static void load_gdn(loader *L, model_block_w *b) {
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const int l = b->layer;
   gdn_weights *g = &b->gdn;
-  if (c->family == MF_QWEN3_NEXT) {
+  /* Qwen3-Next's fused, interleaved layout, wherever it appears (a transformers version may
+   * also save either family in the other's layout) */
+  if (has(L, "linear_attn.in_proj_qkvz.weight", l) ||
+      (c->family == MF_QWEN3_NEXT && !has(L, "linear_attn.in_proj_qkv.weight", l))) {
     /* [Hk][2dk + 2 r dv][H]: per key head q_g | k_g | v_g (r heads) | z_g (r heads) */
     const int64_t per = 2 * dk + 2 * r * dv;
     float *qkvz = ld(L, "linear_attn.in_proj_qkvz.weight", l, 2, Hk * per, H, 0);
