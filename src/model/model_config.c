@@ -218,8 +218,10 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
   c->gdn_dk = get_int(x, tc, "linear_key_head_dim", 128, 0, 1, LIM);
   c->gdn_dv = get_int(x, tc, "linear_value_head_dim", 128, 0, 1, LIM);
   c->gdn_kernel = get_int(x, tc, "linear_conv_kernel_dim", 4, 0, 1, 64);
-  c->n_heads = get_int(x, tc, "num_attention_heads", 0, 1, 1, LIM);
-  c->n_kv_heads = get_int(x, tc, "num_key_value_heads", c->n_heads, 0, 1, LIM);
+  /* absent keys take transformers' defaults (Qwen3.5 and Qwen3-Next config classes) */
+  c->n_heads = get_int(x, tc, "num_attention_heads", 16, 0, 1, LIM);
+  c->n_kv_heads = get_int(x, tc, "num_key_value_heads", c->family == MF_QWEN3_NEXT ? 2 : 4, 0,
+                          1, LIM);
   c->head_dim = get_int(x, tc, "head_dim", 256, 0, 1, LIM);
   const cJSON *rp = item(tc, "rope_parameters");
   if (!rp) rp = item(tc, "rope_scaling");
@@ -327,14 +329,15 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
   c->eps = ek ? get_num(x, root, ek, 1e-5, 0) : 1e-5;
   c->norm_plus_one = 0;
   c->tie_embeddings = get_bool(x, root, "tie_word_embeddings", 0);
-  c->n_heads = get_int(x, root, "num_attention_heads", 0, 1, 1, LIM);
-  c->n_kv_heads = get_int(x, root, "num_key_value_heads", c->n_heads, 0, 1, LIM);
+  /* absent keys take NemotronHConfig's defaults */
+  c->n_heads = get_int(x, root, "num_attention_heads", 32, 0, 1, LIM);
+  c->n_kv_heads = get_int(x, root, "num_key_value_heads", 8, 0, 1, LIM);
   static const char *const hd_keys[] = {"head_dim", "attention_head_dim", NULL};
   const char *hk = first_key(root, hd_keys);
-  c->head_dim = hk ? get_int(x, root, hk, 0, 1, 1, LIM) : (c->n_heads ? c->H / c->n_heads : 0);
+  c->head_dim = hk ? get_int(x, root, hk, 128, 0, 1, LIM) : 128;
   c->inter = get_int(x, root, "intermediate_size", 0, 0, 0, LIM);
-  c->m_heads = get_int(x, root, "mamba_num_heads", 0, 1, 1, LIM);
-  c->m_head_dim = get_int(x, root, "mamba_head_dim", 0, 1, 1, LIM);
+  c->m_heads = get_int(x, root, "mamba_num_heads", 128, 0, 1, LIM);
+  c->m_head_dim = get_int(x, root, "mamba_head_dim", 64, 0, 1, LIM);
   static const char *const g_keys[] = {"n_groups", "mamba_n_groups", NULL};
   const char *gk = first_key(root, g_keys);
   c->m_groups = gk ? get_int(x, root, gk, 8, 0, 1, LIM) : 8;

@@ -95,12 +95,7 @@ static int has(loader *L, const char *suffix, int layer) {
 static float *ld_experts(loader *L, const char *sub, int layer, const char *what,
                          int64_t E, int64_t r, int64_t c) {
   if (L->rc != RSSM_OK) return NULL;
-  float *all = malloc((size_t)(E * r * c) * sizeof *all);
-  if (!all) {
-    seterr(L->err, L->errlen, "%s: out of memory for layer %d experts", L->m->dir, layer);
-    L->rc = RSSM_ERR_IO;
-    return NULL;
-  }
+  float *all = NULL; /* [E][r][c], allocated once expert 0 has proved r x c against the file */
   for (int64_t j = 0; j < E; j++) {
     char name[640];
     snprintf(name, sizeof name, "%slayers.%d.%s.experts.%" PRId64 ".%s.weight", L->prefix, layer,
@@ -109,6 +104,12 @@ static float *ld_experts(loader *L, const char *sub, int layer, const char *what
     float *one = load_exact(L, name, 2, shape);
     if (!one) {
       free(all);
+      return NULL;
+    }
+    if (!all && !(all = malloc((size_t)(E * r * c) * sizeof *all))) {
+      free(one);
+      seterr(L->err, L->errlen, "%s: out of memory for layer %d experts", L->m->dir, layer);
+      L->rc = RSSM_ERR_IO;
       return NULL;
     }
     memcpy(all + j * r * c, one, (size_t)(r * c) * sizeof *one);
@@ -316,13 +317,13 @@ static int check_sizes(const model *m, char *err, size_t errlen) {
     if ((k == BK_SWIGLU || k == BK_RELU2) && c->inter <= 0) need = "intermediate_size > 0";
     if ((k == BK_QMOE || k == BK_NMOE) && (c->n_experts <= 0 || c->moe_inter <= 0))
       need = "num_experts/n_routed_experts and moe_intermediate_size > 0";
-    if ((k == BK_QMOE || k == BK_NMOE) && (c->topk <= 0 || c->topk > c->n_experts))
+    if (!need && (k == BK_QMOE || k == BK_NMOE) && (c->topk <= 0 || c->topk > c->n_experts))
       need = "num_experts_per_tok in [1, number of experts]";
-    if (k == BK_NMOE && (c->topk_group > c->n_group || c->n_group > 1024 ||
+    if (!need && k == BK_NMOE && (c->topk_group > c->n_group || c->n_group > 1024 ||
                          c->topk > c->topk_group * (c->n_experts / c->n_group)))
       need = "topk_group <= n_group <= 1024 and num_experts_per_tok <= topk_group * experts "
              "per group";
-    if ((k == BK_QMOE || k == BK_NMOE) && c->topk > 1024) need = "num_experts_per_tok <= 1024";
+    if (!need && (k == BK_QMOE || k == BK_NMOE) && c->topk > 1024) need = "num_experts_per_tok <= 1024";
     if (need) {
       seterr(err, errlen, "%s: layer %d (%s) needs %s", c->path, c->blocks[i].layer,
              block_kind_name((block_kind)k), need);
