@@ -11,9 +11,11 @@
  *
  * Kernels of one operation (all rows at once; each row follows its own device-side plan):
  *   plan_kernel      per row: the flush decision (flag), misuse checks, records into the ring
- *   mat_kernel       flush rows: S = records folded onto deq(main), warp per state row; writes S
- *                    to scratch (and, for a step, the output S q)
- *   store_kernel     flush rows: encode S into a checkpoint blob (quant/numerics.h), per head
+ *   mat_kernel       flush rows: S = records folded onto deq(main), warp per state row (and, for
+ *                    a step, the output S q); encodes each row straight into unscaled
+ *                    checkpoints (fp32, bf16, fp16), else writes S to scratch
+ *   store_kernel     flush rows with scaled formats or in a verification: encode scratch S into
+ *                    a checkpoint, per head
  *   ro_kernel        output-only readout (non-flush steps, drafts), block per (row, key group):
  *                    the k_j . y dots once per group, the checkpoint row read once for all queries
  *   *_book kernels   per row: h, base, events, pending after the operation
@@ -264,13 +266,48 @@ __global__ void commit_kernel(dev_state d, const int *a /* [B] */, const uint8_t
  * Flush rows: materialise and store
  * ------------------------------------------------------------------------------------------- */
 
+/* Where and how a store writes one checkpoint. */
+struct store_params {
+  ck_view v;
+  int sr_on;
+  uint32_t stream;
+  uint64_t seed;
+};
+
+/* Encode row i of matrix mat (row in shared memory, [dk]) into a checkpoint blob: the same
+ * rssm_encode_block calls as q_encode_cpu, spread over the warp (unscaled formats: one element
+ * per call, which is what the CPU's whole-row call does element by element; scaled: one block per
+ * call). Not for NVFP4, whose element scale needs the whole matrix's amax first; the launcher
+ * uses it for unscaled formats only. */
+__device__ inline void encode_row_warp(const dev_state &d, const store_params &p, size_t mat, int i,
+                                       const float *row /* [dk] */, int lane) {
+  const int dk = d.dk;
+  uint8_t *m = p.v.blob + mat * (size_t)p.v.bpm;
+  uint8_t *codes = m + p.v.codes_off + (size_t)i * (size_t)p.v.code_row;
+  rssm_sr_ctx ctx = {p.seed, d.matrix_id[mat], d.event[mat], p.stream, p.sr_on};
+  if (p.v.block <= 0) {
+    for (int c = lane; c < dk; c += 32)
+      rssm_encode_block((qformat_kind)p.v.kind, row, c, 1, (int64_t)i * dk, codes, nullptr, 1.0f, 1.0f, &ctx);
+  } else {
+    const int nb = (int)p.v.blocks_per_row;
+    for (int bi = lane; bi < nb; bi += 32) {
+      int c0 = bi * p.v.block, n = dk - c0 < p.v.block ? dk - c0 : p.v.block;
+      uint8_t *scale = m + p.v.scales_off + ((size_t)i * nb + bi) * (size_t)p.v.scale_elem;
+      rssm_encode_block((qformat_kind)p.v.kind, row, c0, n, (int64_t)i * dk, codes, scale, 1.0f, 1.0f, &ctx);
+    }
+  }
+}
+
 /* Grid (H, B), MAT_WARPS warps, one warp per state row. For flush rows: S = records 1..n folded
  * in order onto deq(main) (ssm_materialise); GDN records j >= rf get u recomputed from the
  * running row (written back to the ring). Step: n = h + 1 and o = S q (ssm_output_from_state);
- * verify/flush: n = h, no output. The row goes to the scratch S for the store (and, in a
- * verification, for the drafts' readouts). */
+ * verify/flush: n = h, no output. nstore == 0: the row goes to the scratch S, for store_kernel
+ * (NVFP4 needs the matrix amax first) and, in a verification, for the drafts' readouts.
+ * nstore > 0: the row is encoded straight into the nstore checkpoints from shared memory and S
+ * is not touched, so a flush moves only the checkpoint bytes. */
 __global__ void mat_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
-                           float *o /* [B][H][dv] */) {
+                           float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  __shared__ float row_sh[MAT_WARPS][32 * MAXM];
   const int hd = blockIdx.x, b = blockIdx.y;
   if (d.flag[b] != FLAG_FLUSH) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -321,11 +358,17 @@ __global__ void mat_kernel(dev_state d, ck_view src, int op, const float *q_in /
       float p = warp_dot_regs(x, q_in + ((size_t)b * G + g) * dk, dk, lane);
       if (lane == 0) o[mat * dv + i] = p;
     }
-    float *srow = d.S + (mat * dv + i) * dk;
+    float *srow = nstore > 0 ? row_sh[warp] : d.S + (mat * dv + i) * dk;
 #pragma unroll
     for (int m = 0; m < MAXM; m++) {
       int c = lane + 32 * m;
       if (c < dk) srow[c] = x[m];
+    }
+    if (nstore > 0) {
+      __syncwarp();
+      encode_row_warp(d, st0, mat, i, srow, lane);
+      if (nstore > 1) encode_row_warp(d, st1, mat, i, srow, lane);
+      __syncwarp(); /* the next row reuses row_sh */
     }
   }
 }
@@ -463,6 +506,8 @@ __global__ void ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* 
     float *cdw = cd + (size_t)warp * nq * 32;
     for (int i0 = warp * 32; i0 < dv; i0 += RO_WARPS * 32) {
       const int nr = dv - i0 < 32 ? dv - i0 : 32;
+      /* unrolled so that several rows' loads are in flight before their butterflies */
+#pragma unroll 4
       for (int r = 0; r < nr; r++) {
         const int i = i0 + r;
         float x[MAXM];
@@ -618,14 +663,29 @@ int launch_ok(void) { return cudaGetLastError() == cudaSuccess ? 0 : -1; }
 unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_THREADS); }
 
 /* Materialise and store the flush rows of the current plan (their flag is FLUSH). */
+store_params store_of(const ssm_cuda_state *st, const ssm_cuda_ckpt *c) {
+  store_params p;
+  p.v = view_of(c);
+  p.sr_on = c->fmt.rounding == QR_SR;
+  p.stream = c->stream;
+  p.seed = st->seed;
+  return p;
+}
+
+/* Materialise and store the flush rows of the current plan (their flag is FLUSH). The store is
+ * fused into the materialisation when every checkpoint is unscaled (fp32, bf16, fp16: per-element
+ * codes, spread over the lanes) and no verification needs the fp32 S afterwards. Scaled formats
+ * go through store_kernel, which has a thread per block (in the warp, one lane would encode a
+ * whole block serially) and, for NVFP4, the matrix amax. */
 void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o, cudaStream_t s) {
   dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
-  mat_kernel<<<grid, MAT_WARPS * 32, 0, s>>>(d, view_of(&st->main), op, q, o);
-  store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, view_of(&st->main), st->main.fmt.rounding == QR_SR, st->seed,
-                                             st->main.stream);
-  if (d.split)
-    store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, view_of(&st->lp), st->lp.fmt.rounding == QR_SR, st->seed,
-                                               st->lp.stream);
+  const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
+  const bool scaled = st->main.fmt.block > 0 || (d.split && st->lp.fmt.block > 0);
+  const int nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
+  mat_kernel<<<grid, MAT_WARPS * 32, 0, s>>>(d, view_of(&st->main), op, q, o, nstore, pm, pl);
+  if (nstore > 0) return;
+  store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pm.v, pm.sr_on, pm.seed, pm.stream);
+  if (d.split) store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pl.v, pl.sr_on, pl.seed, pl.stream);
 }
 
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,

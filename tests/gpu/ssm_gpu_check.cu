@@ -11,7 +11,8 @@
  * h, base, pending, flush count and flushed flag. docs/ssm-cuda.md explains why everything is
  * expected to agree exactly (no tolerance is needed). Exit status 0 only when all agree.
  *
- * Usage: gpu_check_ssm [steps_scale (default 1.0)] */
+ * Usage: gpu_check_ssm [steps_scale (default 1.0)]
+ *        gpu_check_ssm bench      (a first timing at B = 256, serving shapes; no comparison) */
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -368,9 +369,134 @@ tally run_one(const char *cfg_text, ssm_kind kind, const shape &sh, double scale
   return t;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * `gpu_check_ssm bench`: a first timing of the operations at serving shapes (B = 256), each
+ * operation replayed from a CUDA Graph with all rows active. Not a benchmark of record (that is
+ * another issue); it shows the kernels are in the right range and that the operations capture.
+ * ------------------------------------------------------------------------------------------- */
+struct bench_shape {
+  const char *name;
+  ssm_kind kind;
+  int H, G, dv, dk;
+};
+
+void fill_random(std::vector<float> &x, size_t n, uint32_t salt, float lo, float hi) {
+  x.resize(n);
+  uint32_t st = 0x9e3779b9u ^ salt;
+  for (size_t i = 0; i < n; i++) {
+    st = st * 1664525u + 1013904223u;
+    x[i] = lo + (hi - lo) * (((float)(st >> 8) + 0.5f) * 5.9604644775390625e-08f);
+  }
+}
+
+void run_bench(void) {
+  const int B = 256;
+  const bench_shape shapes[] = {
+      {"Nemotron-3-Nano-4B", SSM_MAMBA2, 96, 8, 80, 128},
+      {"Nemotron-3-Super", SSM_MAMBA2, 128, 8, 64, 128},
+      {"Qwen3.5-4B", SSM_GDN, 32, 16, 128, 128},
+  };
+  const char *configs[] = {"conventional state=fp32", "replay L=16 ckpt=fp32", "replay L=16 hp=fp32 lp=nvfp4",
+                           "spec L=16 T=4 ckpt=fp32 accept=uniform"};
+  printf("bench: B = %d, all rows active, each operation replayed from a CUDA Graph\n", B);
+  printf("%-20s %-6s %-40s %12s %14s %12s\n", "shape", "kind", "config", "us/op", "ckpt MB/op", "GB/s");
+  for (const bench_shape &sh : shapes) {
+    ssm_dims d = {sh.kind, sh.H, sh.dv, sh.dk, sh.G};
+    for (const char *ct : configs) {
+      ssm_config cfg;
+      char err[200];
+      if (ssm_config_parse(ct, &cfg, err, sizeof err) != 0) {
+        printf("config: %s\n", err);
+        continue;
+      }
+      std::vector<uint32_t> seqs((size_t)B);
+      for (int b = 0; b < B; b++) seqs[(size_t)b] = (uint32_t)b;
+      ssm_cuda_state g;
+      if (ssm_cuda_build(&g, &cfg, &d, B, kSeed, kLayer, seqs.data(), err, sizeof err) != 0) {
+        printf("%-20s %s: build: %s\n", sh.name, ct, err);
+        continue;
+      }
+      const bool spec = cfg.strategy == SSM_SPEC;
+      const int n = spec ? cfg.T : 1;
+      std::vector<float> alpha, beta, v, k, q;
+      fill_random(alpha, (size_t)B * n * d.H, 1, 0.9f, 0.9999f);
+      fill_random(beta, (size_t)B * n * d.H, 2, 0.05f, 0.95f);
+      fill_random(v, (size_t)B * n * d.H * d.dv, 3, -1.0f, 1.0f);
+      fill_random(k, (size_t)B * n * d.G * d.dk, 4, -0.1f, 0.1f);
+      fill_random(q, (size_t)B * n * d.G * d.dk, 5, -0.1f, 0.1f);
+      float *dp[5];
+      std::vector<float> *hp[5] = {&alpha, &beta, &v, &k, &q};
+      for (int i = 0; i < 5; i++) {
+        CUDA_OK(cudaMalloc(&dp[i], hp[i]->size() * sizeof(float)));
+        CUDA_OK(cudaMemcpy(dp[i], hp[i]->data(), hp[i]->size() * sizeof(float), cudaMemcpyHostToDevice));
+      }
+      ssm_cuda_inputs in = {dp[0], sh.kind == SSM_GDN ? dp[1] : nullptr, dp[2], dp[3], dp[4]};
+      float *d_o;
+      int *d_a;
+      CUDA_OK(cudaMalloc(&d_o, (size_t)B * n * d.H * d.dv * sizeof(float)));
+      CUDA_OK(cudaMalloc(&d_a, (size_t)B * sizeof(int)));
+      std::vector<int> a((size_t)B);
+      for (int b = 0; b < B; b++) a[(size_t)b] = 1 + b % (spec ? cfg.T : 1);
+      CUDA_OK(cudaMemcpy(d_a, a.data(), (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
+      cudaStream_t s;
+      CUDA_OK(cudaStreamCreate(&s));
+      CUDA_OK(cudaDeviceSynchronize());
+      graph_slot gs;
+      auto op = [&](cudaStream_t st_) {
+        if (!spec) return ssm_cuda_step(&g, &in, nullptr, d_o, st_);
+        int rc = ssm_cuda_verify(&g, &in, nullptr, d_o, st_);
+        return rc ? rc : ssm_cuda_commit(&g, d_a, nullptr, st_);
+      };
+      const int warm = 32, timed = 64; /* multiples of L = 16: flushes amortised as in serving */
+      for (int i = 0; i < warm; i++)
+        if (run_op(true, gs, s, op) != 0) printf("op failed\n");
+      cudaEvent_t e0, e1;
+      CUDA_OK(cudaEventCreate(&e0));
+      CUDA_OK(cudaEventCreate(&e1));
+      CUDA_OK(cudaEventRecord(e0, s));
+      for (int i = 0; i < timed; i++) run_op(true, gs, s, op);
+      CUDA_OK(cudaEventRecord(e1, s));
+      CUDA_OK(cudaEventSynchronize(e1));
+      float ms = 0.0f;
+      CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+      CUDA_OK(cudaGetLastError());
+      double us = 1000.0 * ms / timed;
+      /* checkpoint traffic model per operation: conventional reads and writes the state; replay and
+         spec read the read checkpoint every operation and (amortised) fold into the main one once
+         per L tokens (spec: per L / mean(a) rounds) */
+      double mats = (double)B * d.H;
+      double rd = (double)(cfg.split ? g.lp.lay.bytes_per_matrix : g.main.lay.bytes_per_matrix);
+      double mainb = (double)g.main.lay.bytes_per_matrix, lpb = cfg.split ? (double)g.lp.lay.bytes_per_matrix : 0.0;
+      double bytes;
+      if (cfg.strategy == SSM_CONVENTIONAL) bytes = 2.0 * mats * mainb;
+      else {
+        double tokens_per_op = spec ? (1.0 + cfg.T) / 2.0 : 1.0;
+        bytes = mats * (rd + (mainb + mainb + lpb) * tokens_per_op / cfg.L);
+      }
+      printf("%-20s %-6s %-40s %12.1f %14.1f %12.1f\n", sh.name, sh.kind == SSM_GDN ? "gdn" : "mamba2", ct, us,
+             bytes / 1e6, bytes / (us * 1e3));
+      fflush(stdout);
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
+      cudaStreamDestroy(s);
+      for (int i = 0; i < 5; i++) cudaFree(dp[i]);
+      cudaFree(d_o);
+      cudaFree(d_a);
+      ssm_cuda_free(&g);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "bench") == 0) {
+    cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s\n", prop.name);
+    run_bench();
+    return 0;
+  }
   double scale = argc > 1 ? atof(argv[1]) : 1.0;
   if (!(scale > 0.0)) scale = 1.0;
   cudaDeviceProp prop;
@@ -390,6 +516,7 @@ int main(int argc, char **argv) {
       "replay L=8 hp=fp32 lp=nvfp4",
       "replay L=16 hp=fp16/sr lp=fp8",
       "replay L=16 hp=fp16/sr lp=fp8 gdn_u=cached",
+      "replay L=16 hp=fp32 lp=fp16/sr", /* both unscaled: the store fused into the flush */
       "spec L=16 T=4 hp=fp32 lp=nvfp4 accept=uniform",
       "spec L=16 T=8 ckpt=fp8/sr accept=geom:0.7",
   };
