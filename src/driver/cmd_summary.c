@@ -1,0 +1,105 @@
+/* `replayssm summary FILE.h5`: the SPEC section 5 statistics of every configuration as aligned
+ * tables (docs/driver.md, "Summary"). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/cli/cli_util.h"
+#include "src/cli/commands.h"
+#include "src/driver/run_data.h"
+#include "src/driver/run_h5.h"
+#include "src/driver/summary_stats.h"
+#include "src/io/status.h"
+
+static const char *CMD = "summary";
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: replayssm summary FILE.h5\n"
+          "\n"
+          "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
+          "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
+          "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
+          "with its standard error, and the mean KL per power-of-two position bucket.\n");
+}
+
+static void print_report(FILE *out, const char *path, const run_data *d, const summary_stats *s) {
+  int w = (int)strlen("configuration");
+  for (int c = 0; c < d->nconfig; c++)
+    if ((int)strlen(d->cfg[c].name) > w) w = (int)strlen(d->cfg[c].name);
+  double ref = 0.0;
+  for (int64_t i = 0; i < d->K * d->N; i++) ref += d->ref_nll[i];
+  ref /= (double)(d->K * d->N);
+  fprintf(out, "%s: %lld sequences x %lld steps (shard %s), model %s\n", path, (long long)d->K,
+          (long long)d->N, d->shard, d->model);
+  fprintf(out, "reference: %s; mean nll %.4f nats/token (PPL %.4g)\n\n", d->reference, ref, exp(ref));
+  fprintf(out, "%-*s  %21s %10s %10s %10s %10s %10s  %10s %10s  %7s  %21s %9s\n", w,
+          "configuration", "mean KL +- SE", "median", "p90", "p99", "p99.9", "max", "mean dp",
+          "RMS dp", "top-1 %", "ln(PPL/PPL_ref) +- SE", "nonfinite");
+  for (int c = 0; c < d->nconfig; c++) {
+    const summary_stats *x = &s[c];
+    char mkl[40], lp[40];
+    snprintf(mkl, sizeof mkl, "%.3e +- %.1e", x->kl_mean, x->kl_se);
+    snprintf(lp, sizeof lp, "%+.3e +- %.1e", x->lnppl, x->lnppl_se);
+    fprintf(out, "%-*s  %21s %10.3e %10.3e %10.3e %10.3e %10.3e  %+10.2e %10.3e  %7.3f  %21s %9lld\n",
+            w, d->cfg[c].name, mkl, x->kl_median, x->kl_p90, x->kl_p99, x->kl_p999, x->kl_max,
+            x->dp_mean, x->dp_rms, 100.0 * x->top1, lp, (long long)x->nonfinite);
+  }
+  if (d->nconfig == 0) return;
+  fprintf(out, "\nmean KL by position (bucket [2^b, 2^(b+1)) of the 1-based step):\n%-*s", w,
+          "configuration");
+  for (int b = 0; b < s[0].nbuckets; b++) {
+    char lab[24];
+    snprintf(lab, sizeof lab, "%lld+", (long long)(INT64_C(1) << b));
+    fprintf(out, " %9s", lab);
+  }
+  fputc('\n', out);
+  for (int c = 0; c < d->nconfig; c++) {
+    fprintf(out, "%-*s", w, d->cfg[c].name);
+    for (int b = 0; b < s[c].nbuckets; b++) fprintf(out, " %9.2e", s[c].bucket_kl[b]);
+    fputc('\n', out);
+  }
+}
+
+int cmd_summary(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      cli_error(CMD, "unknown option '%s' (see replayssm summary --help)", argv[i]);
+      return 2;
+    } else if (path) {
+      cli_error(CMD, "more than one file ('%s' and '%s')", path, argv[i]);
+      return 2;
+    } else {
+      path = argv[i];
+    }
+  }
+  if (!path) {
+    cli_error(CMD, "missing FILE.h5 (see replayssm summary --help)");
+    return 2;
+  }
+  run_data d;
+  char err[1024];
+  int rc = run_h5_read(path, &d, err, sizeof err);
+  if (rc != RSSM_OK) {
+    cli_error(CMD, "%s", err);
+    return rc;
+  }
+  summary_stats s[512];
+  int nc = d.nconfig < 512 ? d.nconfig : 512;
+  for (int c = 0; c < nc; c++)
+    if (summary_compute(&d, c, &s[c]) != 0) {
+      cli_error(CMD, "%s: out of memory", path);
+      run_data_free(&d);
+      return 1;
+    }
+  int all = d.nconfig;
+  d.nconfig = nc; /* beyond 512 configurations only the first 512 are reported */
+  print_report(stdout, path, &d, s);
+  d.nconfig = all;
+  run_data_free(&d);
+  return 0;
+}

@@ -1,0 +1,28 @@
+/* Per-step metrics of teacher-forced decoding (SPEC section 5).
+ *
+ * log-softmax over the V logits in fp32 with the maximum subtracted; the normaliser's sum of
+ * exponentials is accumulated in fp64 (then its log rounded to fp32), and so is the KL sum.
+ * kl = sum_i p_ref(i) (log p_ref(i) - log p_cfg(i)) in nats, no floor and no clamp (rounding can
+ * make an exactly-zero KL come out as -1e-9 or so); nll = -log p_cfg(target); dp = p_cfg(target) -
+ * p_ref(target); top1 = whether the argmaxes (first index on ties) agree. */
+#ifndef RSSM_DRIVER_METRICS_H
+#define RSSM_DRIVER_METRICS_H
+
+#include <stdint.h>
+
+/* logp [V] = log_softmax(logits [V]). Returns 0, or -1 (logp untouched) when a logit is not
+ * finite. *argmax receives the first index of the largest logit. */
+int metrics_log_softmax(const float *logits /* [V] */, int64_t V, float *logp /* [V] */,
+                        int64_t *argmax);
+
+typedef struct {
+  float kl, nll, dp;
+  uint8_t top1;
+} step_metrics;
+
+/* Metrics of one step from the two log-softmax rows. */
+void metrics_step(const float *logp_ref /* [V] */, int64_t argmax_ref,
+                  const float *logp_cfg /* [V] */, int64_t argmax_cfg, int64_t V, int64_t target,
+                  step_metrics *out);
+
+#endif
