@@ -25,8 +25,9 @@ static int is_dir(const char *p) {
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Returns the number of failing steps (or 1 on a run failure). */
-static int check_one(const char *fx, const char *tmpdir) {
+/* Returns the number of failing steps (or 1 on a run failure). config: NULL for the reference
+ * (conventional state=fp32), else a configuration that is exact up to reassociation. */
+static int check_one(const char *fx, const char *tmpdir, const char *config) {
   char ref[TPATH_MAX], tok[TPATH_MAX], out[TPATH_MAX], errp[TPATH_MAX];
   tpath(ref, fx, "ref_logits.npy");
   tpath(tok, fx, "tokens.npy");
@@ -41,7 +42,8 @@ static int check_one(const char *fx, const char *tmpdir) {
   char steps[32];
   snprintf(steps, sizeof steps, "%lld", (long long)theirs.shape.dim[0]);
   char *argv[] = {(char *)RSSM_BIN, (char *)"logits", (char *)"--model", (char *)fx,
-                  (char *)"--tokens", tok, (char *)"--steps", steps, (char *)"--out", out, NULL};
+                  (char *)"--tokens", tok, (char *)"--steps", steps, (char *)"--out", out,
+                  (char *)(config ? "--config" : NULL), (char *)config, NULL};
   int st = run_prog(argv, NULL, errp);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     char *e = slurp(errp, NULL);
@@ -72,14 +74,23 @@ static int check_one(const char *fx, const char *tmpdir) {
     if (!(rel <= worst)) worst = rel;
     if (!(rel <= TOL)) {
       if (bad < 5)
-        cr_expect_fail("%s: step %lld: max|ours - theirs| / max|theirs| = %.3g (tolerance %g)",
-                       fx, (long long)t, rel, TOL);
+        cr_expect_fail("%s [%s]: step %lld: max|ours - theirs| / max|theirs| = %.3g (tolerance "
+                       "%g)", fx, config ? config : "reference", (long long)t, rel, TOL);
       bad++;
     }
   }
-  fprintf(stderr, "fixture %s: %lld steps, worst relative error %.3g\n", fx, (long long)N, worst);
+  fprintf(stderr, "fixture %s [%s]: %lld steps, worst relative error %.3g\n", fx,
+          config ? config : "reference", (long long)N, worst);
   npy_f32_free(&ours);
   npy_f32_free(&theirs);
+  return bad;
+}
+
+/* The reference, and spec verification with fp32 checkpoints (rounds of T drafts, rollback of
+ * rejected K/V and conv inputs), which must give the same logits up to reassociation. */
+static int check_fixture(const char *fx, const char *tmpdir) {
+  int bad = check_one(fx, tmpdir, NULL) != 0;
+  bad |= check_one(fx, tmpdir, "spec L=8 T=3 ckpt=fp32 accept=uniform") != 0;
   return bad;
 }
 
@@ -103,7 +114,7 @@ Test(model_fixtures, transformers_golden_logits, .timeout = 600) {
         continue;
       }
       found++;
-      failed += check_one(fx, tmpdir) != 0;
+      failed += check_fixture(fx, tmpdir);
     }
     free(text);
   } else if (is_dir(FIXTURES)) {
@@ -115,7 +126,7 @@ Test(model_fixtures, transformers_golden_logits, .timeout = 600) {
       tpath(fx, FIXTURES, e->d_name);
       if (!is_dir(fx) || !file_exists(tpath(ref, fx, "ref_logits.npy"))) continue;
       found++;
-      failed += check_one(fx, tmpdir) != 0;
+      failed += check_fixture(fx, tmpdir);
     }
     if (d) closedir(d);
   }
