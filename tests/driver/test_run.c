@@ -1,0 +1,231 @@
+/* `replayssm run` end to end on the toy model: the control floor, the KL sign, independence of
+ * the thread count, resume after SIGKILL, shards + merge, and summary. Each run is a few tenths
+ * of a second. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/driver/run_data.h"
+#include "src/driver/run_h5.h"
+#include "src/io/status.h"
+#include "src/tokens/token_source.h"
+#include "tests/cli/cli_test_util.h"
+#include "tests/driver/driver_test_util.h"
+
+static const char *dir;
+static char toks[TPATH_MAX], ini[TPATH_MAX], errf[TPATH_MAX];
+
+/* A shortened quickstart: the same kinds of configurations, plus spec ones, in small blocks with
+ * frequent checkpoints so that a kill lands between them. */
+static const char *EXPERIMENT =
+    "model = toy:gdn\n"
+    "tokens = t.tok.zst\n"
+    "sequences = 3\n"
+    "steps = 160\n"
+    "seed = 3\n"
+    "block = 16\n"
+    "checkpoint_every = 32\n"
+    "[config control]\nspec = replay L=16 ckpt=fp32\n"
+    "[config spec-control]\nspec = spec L=16 T=4 ckpt=fp32 accept=uniform\n"
+    "[config shared]\nspec = replay L=16 ckpt=nvfp4/sr\n"
+    "[config split]\nspec = replay L=16 hp=fp16/sr lp=nvfp4\n"
+    "[config conv]\nspec = conventional state=fp8/sr\n"
+    "[config spec-split]\nspec = spec L=8 T=3 hp=fp32 lp=nvfp4 accept=geom:0.7\n";
+
+static void setup(void) {
+  dir = tdir_make();
+  cr_assert(dir);
+  make_text_stream(tpath(toks, dir, "t.tok.zst"), 20000);
+  write_text(tpath(ini, dir, "exp.ini"), EXPERIMENT);
+  tpath(errf, dir, "err.txt");
+}
+static void teardown(void) { tdir_remove(dir); }
+TestSuite(run, .init = setup, .fini = teardown);
+
+static void run_ok(const char *const *args) {
+  int rc = rssm(errf, args);
+  char *e = slurp(errf, NULL);
+  cr_assert_eq(rc, 0, "replayssm %s %s failed (%d): %s", args[0], args[1], rc, e);
+  free(e);
+}
+
+static void expect_equal(const char *a, const char *b) {
+  char why[512];
+  cr_assert_eq(h5_datasets_equal(a, b, why, sizeof why), 0, "%s vs %s: %s", a, b, why);
+}
+
+static int find_cfg(const run_data *d, const char *name) {
+  for (int c = 0; c < d->nconfig; c++)
+    if (strcmp(d->cfg[c].name, name) == 0) return c;
+  cr_assert_fail("configuration %s missing", name);
+  return -1;
+}
+
+static double mean_kl(const run_data *d, int c) {
+  double s = 0;
+  for (int64_t i = 0; i < d->K * d->N; i++) s += d->cfg[c].kl[i];
+  return s / (double)(d->K * d->N);
+}
+
+Test(run, control_floor_kl_sign_and_layout) {
+  char out[TPATH_MAX], err[1024];
+  tpath(out, dir, "a.h5");
+  run_ok((const char *[]){"run", ini, "--out", out, "--quiet", NULL});
+  run_data d;
+  cr_assert_eq(run_h5_read(out, &d, err, sizeof err), RSSM_OK, "%s", err);
+  cr_assert_eq(d.K, 3);
+  cr_assert_eq(d.N, 160);
+  cr_assert_eq(d.nconfig, 6);
+  cr_assert_str_eq(d.cfg[0].name, "control"); /* the experiment's order */
+  cr_assert_str_eq(d.cfg[2].spec, "replay L=16 ckpt=nvfp4/sr");
+  double floor = mean_kl(&d, find_cfg(&d, "control"));
+  double spec_floor = mean_kl(&d, find_cfg(&d, "spec-control"));
+  cr_log_info("control mean KL %.3e, spec-control %.3e", floor, spec_floor);
+  cr_assert(fabs(floor) <= 1e-8, "control mean KL %.3e exceeds 1e-8", floor);
+  cr_assert(fabs(spec_floor) <= 1e-8, "spec-control mean KL %.3e exceeds 1e-8", spec_floor);
+  for (int c = 0; c < d.nconfig; c++) {
+    for (int64_t i = 0; i < d.K * d.N; i++)
+      cr_assert(d.cfg[c].kl[i] >= -1e-6f, "%s: kl[%lld] = %.3e is negative beyond rounding",
+                d.cfg[c].name, (long long)i, d.cfg[c].kl[i]);
+    for (int64_t k = 0; k < d.K; k++) cr_assert_eq(d.cfg[c].first_nonfinite[k], -1);
+  }
+  /* the toy model is sensitive to state error: NVFP4 checkpoints are visible */
+  cr_assert_gt(mean_kl(&d, find_cfg(&d, "shared")), 1e-3);
+  cr_assert_gt(mean_kl(&d, find_cfg(&d, "spec-split")), 1e-4);
+  /* /tokens holds the evenly spaced windows of the stream */
+  token_source src;
+  cr_assert_eq(token_source_load(toks, &src, err, sizeof err), RSSM_OK, "%s", err);
+  for (int64_t k = 0; k < d.K; k++) {
+    int64_t start = token_window_start(src.n, d.N + 1, 3, k);
+    cr_assert_eq(d.window_start[k], start);
+    for (int64_t t = 0; t <= d.N; t++) cr_assert_eq(d.tokens[k * (d.N + 1) + t], src.ids[start + t]);
+  }
+  cr_assert_eq(d.window_start[2], src.n - 161);
+  token_source_free(&src);
+  run_data_free(&d);
+  /* an existing output is never overwritten without --force */
+  cr_assert_eq(rssm(errf, (const char *[]){"run", ini, "--out", out, "--quiet", NULL}), 2);
+  char *e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "--force"), "%s", e);
+  free(e);
+  run_ok((const char *[]){"run", ini, "--out", out, "--quiet", "--force", NULL});
+  /* summary: every configuration in an aligned table */
+  char sumf[TPATH_MAX];
+  tpath(sumf, dir, "summary.txt");
+  const char *argv[] = {RSSM_BIN, "summary", out, NULL};
+  cr_assert_eq(run_prog((char *const *)argv, sumf, errf), 0);
+  char *s = slurp(sumf, NULL);
+  cr_assert(strstr(s, "mean KL") && strstr(s, "spec-split") && strstr(s, "ln(PPL/PPL_ref)"), "%s", s);
+  free(s);
+}
+
+Test(run, thread_count_does_not_matter) {
+  char a[TPATH_MAX], b[TPATH_MAX];
+  run_ok((const char *[]){"run", ini, "--out", tpath(a, dir, "t1.h5"), "--threads", "1", "--quiet", NULL});
+  run_ok((const char *[]){"run", ini, "--out", tpath(b, dir, "t3.h5"), "--threads", "3", "--quiet", NULL});
+  expect_equal(a, b);
+}
+
+/* Spawn replayssm with stderr to /dev/null; returns the pid. */
+static pid_t spawn(const char *const *args) {
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) {
+    const char *argv[32] = {RSSM_BIN};
+    int n = 1;
+    for (; args[n - 1]; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int fd = open("/dev/null", O_WRONLY);
+    dup2(fd, 2);
+    execv(RSSM_BIN, (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+Test(run, resume_after_sigkill_is_identical) {
+  char whole[TPATH_MAX], cut[TPATH_MAX], ckpt[TPATH_MAX + 8];
+  run_ok((const char *[]){"run", ini, "--out", tpath(whole, dir, "whole.h5"), "--quiet", NULL});
+  tpath(cut, dir, "cut.h5");
+  snprintf(ckpt, sizeof ckpt, "%s.ckpt", cut);
+  uint64_t seed = (uint64_t)time(NULL);
+  cr_log_info("kill seed %llu", (unsigned long long)seed);
+  /* 160 steps in blocks of 16: 10 blocks; die after a random one of the first 9 */
+  for (int round = 0; round < 2; round++) {
+    unlink(cut);
+    int block = 1 + (int)(rng_next(&seed) % 9);
+    char env[16];
+    snprintf(env, sizeof env, "%d", block);
+    setenv("RSSM_TEST_KILL_AFTER_BLOCK", env, 1);
+    int rc = rssm(errf, (const char *[]){"run", ini, "--out", cut, "--quiet", "--force", NULL});
+    unsetenv("RSSM_TEST_KILL_AFTER_BLOCK");
+    cr_assert_eq(rc, -1, "the run was not killed after block %d", block);
+    cr_assert_not(file_exists(cut));
+    if (block >= 2) {
+      cr_assert(file_exists(ckpt), "no checkpoint after %d blocks", block);
+      /* a plain rerun refuses to clobber the interrupted run */
+      cr_assert_eq(rssm(errf, (const char *[]){"run", ini, "--out", cut, "--quiet", NULL}), 2);
+    }
+    run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", "--resume", NULL});
+    cr_assert_not(file_exists(ckpt), "the checkpoint was left behind");
+    expect_equal(whole, cut);
+  }
+  /* and a kill at a random moment, possibly inside a checkpoint or HDF5 write */
+  for (int round = 0; round < 2; round++) {
+    unlink(cut);
+    unlink(ckpt);
+    pid_t pid = spawn((const char *[]){"run", ini, "--out", cut, "--quiet", NULL});
+    struct timespec ts = {0, (long)(20 + rng_next(&seed) % 250) * 1000000L};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", "--resume", NULL});
+    expect_equal(whole, cut);
+  }
+}
+
+Test(run, merged_shards_equal_the_whole_run) {
+  char whole[TPATH_MAX], s0[TPATH_MAX], s1[TPATH_MAX], m[TPATH_MAX];
+  run_ok((const char *[]){"run", ini, "--out", tpath(whole, dir, "whole.h5"), "--quiet", NULL});
+  run_ok((const char *[]){"run", ini, "--out", tpath(s0, dir, "s0.h5"), "--shard", "0/2", "--quiet", NULL});
+  run_ok((const char *[]){"run", ini, "--out", tpath(s1, dir, "s1.h5"), "--shard", "1/2", "--quiet", NULL});
+  run_ok((const char *[]){"merge", tpath(m, dir, "merged.h5"), s1, s0, NULL});
+  expect_equal(whole, m);
+  run_data a, b;
+  char err[1024];
+  cr_assert_eq(run_h5_read(whole, &a, err, sizeof err), RSSM_OK, "%s", err);
+  cr_assert_eq(run_h5_read(m, &b, err, sizeof err), RSSM_OK, "%s", err);
+  cr_assert_str_eq(a.shard, b.shard);
+  cr_assert_str_eq(a.experiment, b.experiment);
+  cr_assert_eq(a.offset, b.offset);
+  run_data_free(&a);
+  run_data_free(&b);
+  /* a missing shard is refused */
+  char m2[TPATH_MAX];
+  cr_assert_eq(rssm(errf, (const char *[]){"merge", tpath(m2, dir, "m2.h5"), s0, NULL}), 2);
+  char *e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "shard"), "%s", e);
+  free(e);
+}
+
+Test(run, command_line_form_and_mamba2) {
+  char out[TPATH_MAX], err[1024];
+  run_ok((const char *[]){"run", "--model", "toy:mamba2", "--tokens", toks, "--config",
+                          "replay L=8 ckpt=fp32", "--config", "replay L=8 ckpt=int8/sr",
+                          "--steps", "64", "--sequences", "2", "--out", tpath(out, dir, "c.h5"),
+                          "--quiet", NULL});
+  run_data d;
+  cr_assert_eq(run_h5_read(out, &d, err, sizeof err), RSSM_OK, "%s", err);
+  cr_assert_eq(d.nconfig, 2);
+  cr_assert(fabs(mean_kl(&d, 0)) <= 1e-8);
+  cr_assert_str_eq(d.model, "toy:mamba2");
+  run_data_free(&d);
+}
