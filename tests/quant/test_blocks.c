@@ -382,7 +382,11 @@ Test(quant_blocks, layout_rejects_bad_sizes) {
   cr_assert_eq(qlayout_of(&f, 10, 0, &L), -1);
   cr_assert_eq(qlayout_of(&f, -1, 10, &L), -1);
   cr_assert_eq(qlayout_of(&f, 10, -5, &L), -1);
-  cr_assert_eq(qlayout_of(&f, (int64_t)1 << 40, 10, &L), -1, "absurd sizes must be refused");
+  cr_assert_eq(qlayout_of(&f, (int64_t)1 << 40, (int64_t)1 << 30, &L), -1, "2^70 bytes must be refused");
+  /* large but representable: accepted, with the exact byte count */
+  qformat f32 = ref_format("fp32");
+  cr_assert_eq(qlayout_of(&f32, (int64_t)1 << 20, (int64_t)1 << 20, &L), 0);
+  cr_assert_eq(L.bytes_per_matrix, (int64_t)1 << 42);
 }
 
 /* format.h: qlayout_of returns -1 when "the layout would not fit in 62 bits". Sizes up to 2^31
@@ -395,7 +399,7 @@ Test(quant_blocks, layout_rejects_oversized) {
       {"fp32", (int64_t)1 << 31, (int64_t)1 << 31},  /* 2^64 code bytes */
       {"fp32", (int64_t)1 << 30, (int64_t)1 << 31},  /* 2^63 */
       {"fp16", (int64_t)1 << 31, (int64_t)1 << 31},  /* 2^63 */
-      {"bf16", (int64_t)1 << 31, (int64_t)1 << 30},  /* 2^62 + nothing: fits, see below */
+      {"bf16", (int64_t)1 << 31, (int64_t)1 << 30},  /* exactly 2^62: may be refused, must not wrap */
       {"fp8@1", (int64_t)1 << 31, (int64_t)1 << 31}, /* 2^62 code bytes + 2^64 scale bytes */
       {"fp8", (int64_t)1 << 31, (int64_t)1 << 31},   /* 2^62 + 2^57: no overflow, must be -1 */
   };
@@ -410,7 +414,9 @@ Test(quant_blocks, layout_rejects_oversized) {
     long double need = (long double)t[k].rows * (long double)t[k].cols * bits / 8;
     if (f.block > 0)
       need += (long double)t[k].rows * (long double)((t[k].cols + f.block - 1) / f.block) * 4;
-    int ok = need > 0x1p62L ? rc == -1 : (rc == 0 && (long double)L.bytes_per_matrix >= need);
+    /* beyond 2^62 bytes it must refuse; below, it may refuse (a cap on the element count is a
+     * fine way to rule out overflow) but what it accepts must be the true size */
+    int ok = need > 0x1p62L ? rc == -1 : (rc == -1 || (long double)L.bytes_per_matrix >= need);
     if (!ok && used < sizeof report)
       used += (size_t)snprintf(report + used, sizeof report - used,
                                "\n  %s %ldx%ld needs %.4Lg bytes: rc %d, bytes_per_matrix %ld", t[k].fmt,
