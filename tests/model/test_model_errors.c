@@ -318,3 +318,64 @@ Test(model_errors, sharded_index_valid, .init = setup, .fini = teardown) {
   tt_free(&a);
   tt_free(&b);
 }
+
+/* Usage errors of the command itself: exit 2 and one line naming the option. */
+static void expect_usage(char *const *args, const char *needle) {
+  char errp[TPATH_MAX];
+  tpath(errp, dir, "stderr.txt");
+  char *argv[16];
+  int n = 0;
+  argv[n++] = (char *)RSSM_BIN;
+  argv[n++] = (char *)"logits";
+  for (; args[n - 2]; n++) argv[n] = args[n - 2];
+  argv[n] = NULL;
+  int st = run_prog(argv, NULL, errp);
+  char *e = slurp(errp, NULL);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d; stderr: %s", st, e ? e : "");
+  cr_expect(e && is_one_line(e), "stderr not one line: %s", e ? e : "");
+  cr_expect(e && strstr(e, needle), "stderr '%s' lacks '%s'", e ? e : "", needle);
+  free(e);
+}
+
+Test(model_errors, usage_errors, .init = setup, .fini = teardown) {
+  write_cfg(cfg);
+  write_model();
+  char tok[TPATH_MAX], out[TPATH_MAX];
+  tpath(tok, dir, "tokens.npy");
+  tpath(out, dir, "out.npy");
+  char *d = (char *)dir;
+  {
+    char *a[] = {(char *)"--tokens", tok, (char *)"--out", out, NULL};
+    expect_usage(a, "missing --model");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out", out,
+                 (char *)"--bogus", NULL};
+    expect_usage(a, "'--bogus'");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out", out,
+                 (char *)"--steps", (char *)"5", NULL};
+    expect_usage(a, "--steps 5 exceeds the 4 tokens");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out", out,
+                 (char *)"--threads", (char *)"0", NULL};
+    expect_usage(a, "--threads '0'");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out", out,
+                 (char *)"--config", (char *)"replay L=4 ckpt=fp32 hp=fp16 lp=fp8", NULL};
+    expect_usage(a, "--config");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out",
+                 (char *)"x.csv", NULL};
+    expect_usage(a, "expected a .h5 or .npy");
+  }
+  {
+    char *a[] = {(char *)"--model", d, (char *)"--tokens", tok, (char *)"--out", out,
+                 (char *)"--model", d, NULL};
+    expect_usage(a, "--model given twice");
+  }
+}
