@@ -39,8 +39,11 @@ enum { OP_STEP = 0, OP_VERIFY = 1, OP_FLUSH = 2 };
 enum { Q_U = 0, Q_OUT = 1 };
 
 constexpr int MAXM = 8;       /* elements of one state row per lane: dk <= 32 * MAXM */
-constexpr int RO_WARPS = 4;   /* warps of a readout block; each owns a tile of 32 state rows */
-constexpr int MAT_WARPS = 8;  /* warps of a materialise block; one state row per warp */
+constexpr int RO_WARPS = 8;   /* warps of a readout block; each takes tiles of 32 state rows */
+constexpr int RO_ROWS = 4;    /* state rows loaded at once by a readout warp */
+constexpr int RO_XCHUNK = 8;  /* record values loaded at once per row */
+constexpr int MAT_WARPS = 8;  /* warps of a materialise block */
+constexpr int MAT_ROWS = 2;   /* state rows per warp at a time */
 constexpr int STORE_THREADS = 256;
 constexpr int BOOK_THREADS = 128;
 
@@ -298,20 +301,30 @@ __device__ inline void encode_row_warp(const dev_state &d, const store_params &p
   }
 }
 
-/* Grid (H, B), MAT_WARPS warps, one warp per state row. For flush rows: S = records 1..n folded
- * in order onto deq(main) (ssm_materialise); GDN records j >= rf get u recomputed from the
- * running row (written back to the ring). Step: n = h + 1 and o = S q (ssm_output_from_state);
- * verify/flush: n = h, no output. nstore == 0: the row goes to the scratch S, for store_kernel
- * (NVFP4 needs the matrix amax first) and, in a verification, for the drafts' readouts.
- * nstore > 0: the row is encoded straight into the nstore checkpoints from shared memory and S
- * is not touched, so a flush moves only the checkpoint bytes. */
-__global__ void mat_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
-                           float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
-  __shared__ float row_sh[MAT_WARPS][32 * MAXM];
+/* Dynamic shared memory of mat_kernel: the records of one head staged once per block, so that the
+ * per-row loop reads nothing but its own row from global memory. */
+size_t mat_smem_bytes(int cap, int dv, int dk) {
+  return ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk + (size_t)MAT_WARPS * MAT_ROWS * dk) *
+         sizeof(float);
+}
+
+/* Grid (H, B), MAT_WARPS warps; each warp runs MAT_ROWS state rows at a time (their loads and
+ * butterflies in flight together). For flush rows: S = records 1..n folded in order onto
+ * deq(main) (ssm_materialise); GDN records j >= rf get u recomputed from the running row (and
+ * written back to the ring, as the CPU does). Step: n = h + 1 and o = S q
+ * (ssm_output_from_state); verify/flush: n = h, no output. nstore == 0: the row goes to the
+ * scratch S, for store_kernel (scaled formats) and, in a verification, for the drafts' readouts.
+ * nstore > 0: the row is encoded straight into the nstore (unscaled) checkpoints from shared
+ * memory and S is not touched, so such a flush moves only the checkpoint bytes. */
+/* (2 blocks per SM: 128 registers, no spills, 16 warps of rows in flight) */
+__global__ void __launch_bounds__(MAT_WARPS * 32, 2)
+    mat_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+               float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
   if (d.flag[b] != FLAG_FLUSH) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
   const int h = d.h[b], base = d.base[b];
   const int n = op == OP_STEP ? h + 1 : h;
   int rf; /* recompute_from of ssm_step.c */
@@ -319,57 +332,95 @@ __global__ void mat_kernel(dev_state d, ck_view src, int op, const float *q_in /
   else if (d.split && d.recompute) rf = 1;
   else rf = op == OP_STEP ? n : n + 1; /* the new record's u always comes from this S */
   const size_t mat = (size_t)b * H + hd;
-  for (int i = warp; i < dv; i += MAT_WARPS) {
-    float x[MAXM], kr[MAXM];
-    load_row(ck_row(src, mat, i), dk, lane, x);
+
+  float *al = reinterpret_cast<float *>(smem); /* [cap]     record alphas */
+  float *bt = al + cap;                         /* [cap]     GDN betas */
+  float *kk = bt + cap;                         /* [cap][dk] record k (key group g) */
+  float *xx = kk + (size_t)cap * dk;            /* [cap][dv] stored x, or v where u is recomputed */
+  float *qv = xx + (size_t)cap * dv;            /* [dk]      step: q */
+  float *rows = qv + dk;                        /* [MAT_WARPS][MAT_ROWS][dk] fused store staging */
+  for (int j = threadIdx.x + 1; j <= n; j += blockDim.x) {
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    al[j - 1] = d.rec_alpha[ri];
+    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+  }
+  for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+    int j = e / dk + 1, c = e % dk;
+    kk[e] = d.rec_k[(((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk + c];
+  }
+  for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
+    int j = e / dv + 1, i = e % dv;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    xx[e] = (d.gdn && j >= rf) ? d.rec_v[ri * dv + i] : d.rec_x[ri * dv + i];
+  }
+  if (op == OP_STEP)
+    for (int c = threadIdx.x; c < dk; c += blockDim.x) qv[c] = q_in[((size_t)b * G + g) * dk + c];
+  __syncthreads();
+
+  for (int i0 = warp; i0 < dv; i0 += MAT_ROWS * MAT_WARPS) {
+    float x[MAT_ROWS][MAXM];
+    int ii[MAT_ROWS];
+#pragma unroll
+    for (int r = 0; r < MAT_ROWS; r++) {
+      ii[r] = i0 + r * MAT_WARPS;
+      if (ii[r] < dv) load_row(ck_row(src, mat, ii[r]), dk, lane, x[r]);
+    }
     for (int j = 1; j <= n; j++) {
-      const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, j);
-      const size_t ri = sl * H + hd;
-      const float alpha = d.rec_alpha[ri];
-      const float *k = d.rec_k + (sl * G + g) * dk;
+      const float alpha = al[j - 1];
+      const float *kj = kk + (size_t)(j - 1) * dk;
+      float kr[MAXM];
 #pragma unroll
       for (int m = 0; m < MAXM; m++) {
         int c = lane + 32 * m;
-        kr[m] = c < dk ? k[c] : 0.0f;
+        kr[m] = c < dk ? kj[c] : 0.0f;
       }
-      float xi;
-      if (d.gdn && j >= rf) {
-        /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1) */
-        float p = 0.0f;
+      const bool recompute = d.gdn && j >= rf;
+#pragma unroll
+      for (int r = 0; r < MAT_ROWS; r++) {
+        if (ii[r] >= dv) continue; /* warp-uniform */
+        float xi = xx[(size_t)(j - 1) * dv + ii[r]];
+        if (recompute) {
+          /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1); xi holds v_j[i] here */
+          float p = 0.0f;
+#pragma unroll
+          for (int m = 0; m < MAXM; m++) {
+            int c = lane + 32 * m;
+            if (c < dk) p = p + x[r][m] * kr[m];
+          }
+          float skv = butterfly(p);
+          xi = rssm_gdn_u(xi, bt[j - 1], alpha, skv);
+          if (lane == 0)
+            d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + ii[r]] = xi;
+        }
+        /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
 #pragma unroll
         for (int m = 0; m < MAXM; m++) {
           int c = lane + 32 * m;
-          if (c < dk) p = p + x[m] * kr[m];
+          if (c < dk) x[r][m] = alpha * x[r][m] + xi * kr[m];
         }
-        float skv = butterfly(p);
-        xi = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], alpha, skv);
-        if (lane == 0) d.rec_x[ri * dv + i] = xi;
-      } else {
-        xi = d.rec_x[ri * dv + i];
       }
-      /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+    }
+#pragma unroll
+    for (int r = 0; r < MAT_ROWS; r++) {
+      const int i = ii[r];
+      if (i >= dv) continue; /* warp-uniform */
+      if (op == OP_STEP) {
+        float p = warp_dot_regs(x[r], qv, dk, lane);
+        if (lane == 0) o[mat * dv + i] = p;
+      }
+      float *srow = nstore > 0 ? rows + ((size_t)warp * MAT_ROWS + r) * dk : d.S + (mat * dv + i) * dk;
 #pragma unroll
       for (int m = 0; m < MAXM; m++) {
         int c = lane + 32 * m;
-        if (c < dk) x[m] = alpha * x[m] + xi * kr[m];
+        if (c < dk) srow[c] = x[r][m];
+      }
+      if (nstore > 0) {
+        __syncwarp();
+        encode_row_warp(d, st0, mat, i, srow, lane);
+        if (nstore > 1) encode_row_warp(d, st1, mat, i, srow, lane);
       }
     }
-    if (op == OP_STEP) {
-      float p = warp_dot_regs(x, q_in + ((size_t)b * G + g) * dk, dk, lane);
-      if (lane == 0) o[mat * dv + i] = p;
-    }
-    float *srow = nstore > 0 ? row_sh[warp] : d.S + (mat * dv + i) * dk;
-#pragma unroll
-    for (int m = 0; m < MAXM; m++) {
-      int c = lane + 32 * m;
-      if (c < dk) srow[c] = x[m];
-    }
-    if (nstore > 0) {
-      __syncwarp();
-      encode_row_warp(d, st0, mat, i, srow, lane);
-      if (nstore > 1) encode_row_warp(d, st1, mat, i, srow, lane);
-      __syncwarp(); /* the next row reuses row_sh */
-    }
+    __syncwarp(); /* the next rows reuse the staging rows */
   }
 }
 
@@ -426,44 +477,46 @@ __global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed,
  * Output-only readout (ssm_readout and ssm_gdn_u_readout of ssm_replay.c)
  * ------------------------------------------------------------------------------------------- */
 
-/* Dynamic shared memory of ro_kernel for nq queries. */
-size_t ro_smem_bytes(int cap, int nq, int dk) {
-  size_t ptrs = (size_t)cap * sizeof(const float *);
-  size_t floats = (size_t)cap                 /* al */
-                  + (size_t)nq * dk           /* ys */
-                  + (size_t)nq * cap          /* dots */
-                  + (size_t)nq * (cap + 1)    /* w */
-                  + (size_t)nq * cap          /* coef */
-                  + (size_t)RO_WARPS * nq * 32; /* cd */
+/* Dynamic shared memory of ro_kernel for nq queries and hpg heads per key group. */
+size_t ro_smem_bytes(int cap, int nq, int dk, int hpg) {
+  size_t ptrs = (size_t)hpg * cap * sizeof(const float *);
+  size_t floats = (size_t)hpg * cap                       /* al */
+                  + (size_t)nq * dk                       /* ys */
+                  + (size_t)nq * cap                      /* dots */
+                  + (size_t)hpg * nq * (cap + 1)          /* w */
+                  + (size_t)hpg * nq * cap                /* coef */
+                  + (size_t)RO_WARPS * nq * 32;           /* cd */
   return ptrs + floats * sizeof(float);
 }
 
 /* Grid (G, B), RO_WARPS warps. Rows that take part: step: non-flush rows; verify: every planned
  * row, reading the scratch S (fp32, just materialised) on flush rows and the read checkpoint
  * (C_lp when split, else the shared one) otherwise, as ssm_verify does.
- * Per block: the query vectors y, then every k_j . y once for the key group; per head: the decay
- * weights and coefficients of each query; per tile of 32 state rows, each row's C_i . y for all
- * queries from one read of the row (warp-32 order), then lane r runs row i0 + r through the
- * queries in order (ascending records, ssm_math.h item 3; GDN u, item 5). */
-__global__ void ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
-                          float *o /* [B][nt][H][dv] */) {
+ * Per block: the query vectors y, every k_j . y once for the key group, and the decay weights and
+ * coefficients of each (head, query). Then the warps take (head, tile of 32 state rows) items:
+ * RO_ROWS rows at a time are loaded and their C_i . y computed for all queries from one read of
+ * each row (warp-32 order); then lane r runs row i0 + r through the queries in order (ascending
+ * records, ssm_math.h item 3; GDN u, item 5), loading RO_XCHUNK record values at once. */
+__global__ void __launch_bounds__(RO_WARPS * 32, 3)
+    ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+              float *o /* [B][nt][H][dv] */) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int g = blockIdx.x, b = blockIdx.y;
   const int fl = d.flag[b];
   if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
   const int h = d.h[b], base = d.base[b];
   const int nq = num_queries(d, op);
   const int nmax = op == OP_STEP ? h + 1 : h + d.T;
 
-  const float **xs = reinterpret_cast<const float **>(smem); /* [cap] record x of one head */
-  float *al = reinterpret_cast<float *>(xs + cap);           /* [cap] record alphas of one head */
-  float *ys = al + cap;                                      /* [nq][dk] */
+  const float **xs = reinterpret_cast<const float **>(smem); /* [hpg][cap] record x of each head */
+  float *al = reinterpret_cast<float *>(xs + (size_t)hpg * cap); /* [hpg][cap] record alphas */
+  float *ys = al + (size_t)hpg * cap;                        /* [nq][dk] */
   float *dots = ys + (size_t)nq * dk;                        /* [nq][cap] k_j . y */
-  float *w = dots + (size_t)nq * cap;                        /* [nq][cap+1] */
-  float *coef = w + (size_t)nq * (cap + 1);                  /* [nq][cap] */
-  float *cd = coef + (size_t)nq * cap;                       /* [RO_WARPS][nq][32] C_i . y */
+  float *w = dots + (size_t)nq * cap;                        /* [hpg][nq][cap+1] */
+  float *coef = w + (size_t)hpg * nq * (cap + 1);            /* [hpg][nq][cap] */
+  float *cd = coef + (size_t)hpg * nq * cap;                 /* [RO_WARPS][nq][32] C_i . y */
 
   for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
     int qi = e / dk, c = e % dk;
@@ -472,6 +525,12 @@ __global__ void ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* 
                          ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
                          : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
     ys[e] = y[c];
+  }
+  for (int e = threadIdx.x; e < hpg * nmax; e += blockDim.x) {
+    int hh = e / nmax, j = e % nmax + 1;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + (size_t)g * hpg + hh;
+    al[hh * cap + j - 1] = d.rec_alpha[ri];
+    xs[hh * cap + j - 1] = d.rec_x + ri * dv;
   }
   __syncthreads();
   /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
@@ -484,58 +543,70 @@ __global__ void ro_kernel(dev_state d, ck_view rd, int op, const float *q_in /* 
     }
   }
   __syncthreads();
+  for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
+    int hh = t / nq, qi = t % nq;
+    query qq = query_of(d, op, h, qi);
+    float *wq = w + (size_t)t * (cap + 1);
+    rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
+    for (int j = 0; j < qq.n; j++)
+      coef[(size_t)t * cap + j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+  }
+  __syncthreads();
 
   const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
-  for (int e = 0; e < d.hpg; e++) {
-    const int hd = g * d.hpg + e;
+  const int ntiles = (dv + 31) / 32;
+  float *cdw = cd + (size_t)warp * nq * 32;
+  for (int item = warp; item < hpg * ntiles; item += RO_WARPS) {
+    const int hh = item / ntiles, i0 = (item % ntiles) * 32;
+    const int hd = g * hpg + hh;
     const size_t mat = (size_t)b * H + hd;
-    for (int j = threadIdx.x + 1; j <= nmax; j += blockDim.x) {
-      size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
-      al[j - 1] = d.rec_alpha[ri];
-      xs[j - 1] = d.rec_x + ri * dv;
-    }
-    __syncthreads();
-    for (int qi = threadIdx.x; qi < nq; qi += blockDim.x) {
-      query qq = query_of(d, op, h, qi);
-      float *wq = w + (size_t)qi * (cap + 1);
-      rssm_decay_weights(al, qq.n, wq);
-      for (int j = 0; j < qq.n; j++)
-        coef[(size_t)qi * cap + j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
-    }
-    __syncthreads();
-    float *cdw = cd + (size_t)warp * nq * 32;
-    for (int i0 = warp * 32; i0 < dv; i0 += RO_WARPS * 32) {
-      const int nr = dv - i0 < 32 ? dv - i0 : 32;
-      /* unrolled so that several rows' loads are in flight before their butterflies */
-#pragma unroll 4
-      for (int r = 0; r < nr; r++) {
-        const int i = i0 + r;
-        float x[MAXM];
-        load_row(from_S ? fp32_row(d.S + (mat * dv + i) * dk) : ck_row(rd, mat, i), dk, lane, x);
-        for (int qi = 0; qi < nq; qi++) {
-          float p = warp_dot_regs(x, ys + (size_t)qi * dk, dk, lane);
-          if (lane == 0) cdw[qi * 32 + r] = p;
+    const int nr = dv - i0 < 32 ? dv - i0 : 32;
+    for (int r0 = 0; r0 < nr; r0 += RO_ROWS) {
+      float x[RO_ROWS][MAXM];
+#pragma unroll
+      for (int r = 0; r < RO_ROWS; r++) {
+        const int i = i0 + r0 + r;
+        if (r0 + r < nr)  /* warp-uniform */
+          load_row(from_S ? fp32_row(d.S + (mat * dv + i) * dk) : ck_row(rd, mat, i), dk, lane, x[r]);
+      }
+      for (int qi = 0; qi < nq; qi++) {
+#pragma unroll
+        for (int r = 0; r < RO_ROWS; r++) {
+          if (r0 + r >= nr) continue; /* warp-uniform */
+          float p = warp_dot_regs(x[r], ys + (size_t)qi * dk, dk, lane);
+          if (lane == 0) cdw[qi * 32 + r0 + r] = p;
         }
       }
-      __syncwarp();
-      if (lane < nr) {
-        const int i = i0 + lane;
-        for (int qi = 0; qi < nq; qi++) {
-          query qq = query_of(d, op, h, qi);
-          float acc = rssm_readout_row(cdw[qi * 32 + lane], w[(size_t)qi * (cap + 1)], xs,
-                                       coef + (size_t)qi * cap, qq.n, i);
-          if (qq.kind == Q_U) {
-            /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
-            size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
-            d.rec_x[ri * dv + i] = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[qq.rec - 1], acc);
-          } else {
-            o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
-          }
+    }
+    __syncwarp();
+    if (lane < nr) {
+      const int i = i0 + lane;
+      const float *const *xh = xs + (size_t)hh * cap;
+      for (int qi = 0; qi < nq; qi++) {
+        query qq = query_of(d, op, h, qi);
+        const size_t t = (size_t)hh * nq + qi;
+        const float *cq = coef + t * cap;
+        /* rssm_readout_row of ssm_math.h, the same operations in the same order, with the record
+         * values loaded RO_XCHUNK at a time so that their loads overlap */
+        float acc = cdw[qi * 32 + lane] * w[t * (cap + 1)];
+        for (int j0 = 0; j0 < qq.n; j0 += RO_XCHUNK) {
+          float xv[RO_XCHUNK];
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++) xv[u] = j0 + u < qq.n ? xh[j0 + u][i] : 0.0f;
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++)
+            if (j0 + u < qq.n) acc = acc + xv[u] * cq[j0 + u];
+        }
+        if (qq.kind == Q_U) {
+          /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
+          size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+          d.rec_x[ri * dv + i] = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[hh * cap + qq.rec - 1], acc);
+        } else {
+          o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
         }
       }
-      __syncwarp();
     }
-    __syncthreads();
+    __syncwarp(); /* cdw is reused by the next item */
   }
 }
 
@@ -682,7 +753,8 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
   const bool scaled = st->main.fmt.block > 0 || (d.split && st->lp.fmt.block > 0);
   const int nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
-  mat_kernel<<<grid, MAT_WARPS * 32, 0, s>>>(d, view_of(&st->main), op, q, o, nstore, pm, pl);
+  mat_kernel<<<grid, MAT_WARPS * 32, mat_smem_bytes(d.cap, d.dv, d.dk), s>>>(d, view_of(&st->main), op, q, o,
+                                                                          nstore, pm, pl);
   if (nstore > 0) return;
   store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pm.v, pm.sr_on, pm.seed, pm.stream);
   if (d.split) store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pl.v, pl.sr_on, pl.seed, pl.stream);
@@ -691,7 +763,7 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
                     cudaStream_t s) {
   int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
-  size_t smem = ro_smem_bytes(d.cap, nq, d.dk);
+  size_t smem = ro_smem_bytes(d.cap, nq, d.dk, d.hpg);
   dim3 grid((unsigned)d.G, (unsigned)st->B);
   ro_kernel<<<grid, RO_WARPS * 32, smem, s>>>(d, view_of(read_ckpt(st)), op, q, nt, o);
 }
@@ -724,17 +796,22 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   st->layer = layer;
   st->cap = cfg->strategy == SSM_CONVENTIONAL ? 1 : cfg->strategy == SSM_REPLAY ? cfg->L : cfg->L + cfg->T;
 
-  /* the readout's shared memory: the verification (the largest) must fit */
+  /* shared memory: the readout's largest operation (a verification, for spec) and the
+     materialisation's staged records must fit */
   int nq = (cfg->strategy == SSM_SPEC ? cfg->T : 1) * (d->kind == SSM_GDN ? 2 : 1);
-  size_t smem = ro_smem_bytes(st->cap, nq, d->dk);
+  size_t smem = ro_smem_bytes(st->cap, nq, d->dk, d->H / d->G);
+  size_t msmem = mat_smem_bytes(st->cap, d->dv, d->dk);
   int optin = 0;
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (smem > (size_t)optin)
-    return fail(err, errlen, "ring of %d slots and %d queries need %zu bytes of shared memory (> %d)", st->cap, nq,
-                smem, optin);
+  if (smem > (size_t)optin || msmem > (size_t)optin)
+    return fail(err, errlen, "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of shared "
+                "memory (> %d)", st->cap, nq, d->H / d->G, smem, msmem, optin);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(ro_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return fail(err, errlen, "cannot raise the readout's shared memory to %zu bytes", smem);
+  if (msmem > 48 * 1024 &&
+      cudaFuncSetAttribute(mat_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)msmem) != cudaSuccess)
+    return fail(err, errlen, "cannot raise the materialisation's shared memory to %zu bytes", msmem);
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;
