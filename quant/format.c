@@ -128,8 +128,9 @@ static int64_t align16(int64_t v) { return (v + 15) & ~(int64_t)15; }
 
 int qlayout_of(const qformat *f, int64_t rows, int64_t cols, qlayout *out) {
   memset(out, 0, sizeof *out);
-  /* 2^31 columns and rows keep every product below 2^62 */
-  if (rows <= 0 || cols <= 0 || rows > ((int64_t)1 << 31) || cols > ((int64_t)1 << 31)) return -1;
+  /* At most 2^58 elements: a format stores at most 8 bytes per element (a 4-byte code plus a
+   * 4-byte scale for blocks of 1), so every product below stays under 2^61 and cannot overflow. */
+  if (rows <= 0 || cols <= 0 || cols > ((int64_t)1 << 58) / rows) return -1;
   out->rows = rows;
   out->cols = cols;
   int64_t elem_bits;

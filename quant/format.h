@@ -60,8 +60,9 @@ typedef struct {
   int64_t bytes_per_matrix;      /* the blob's stride, a multiple of 16 */
 } qlayout;
 
-/* Fills *out for a rows x cols matrix. Returns 0, or -1 when a size is non-positive or the
- * layout would not fit in 62 bits. */
+/* Fills *out for a rows x cols matrix. Returns 0, or -1 when a size is non-positive or the matrix
+ * has more than 2^58 elements (so no byte count can overflow; every accepted layout is below
+ * 2^61 bytes). */
 int qlayout_of(const qformat *f, int64_t rows, int64_t cols, qlayout *out);
 
 #ifdef __cplusplus
