@@ -7,6 +7,7 @@
 int cmd_logits(int argc, char **argv);
 int cmd_quant(int argc, char **argv);
 int cmd_ssm_sim(int argc, char **argv);
+int cmd_theory(int argc, char **argv);
 int cmd_tokens(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""KL against the replay window L (the paper's Fig. 13).
+
+    /usr/bin/python3 analysis/plot_kl_window.py RUN.h5 [RUN.h5 ...] --out-dir DIR
+
+Replay and spec configurations are grouped by their configuration string without its L=n word
+(so 'replay L=4 hp=fp32 lp=nvfp4' and 'replay L=64 hp=fp32 lp=nvfp4' are one line); L is read
+from each configuration's `spec` attribute (SPEC default 16). For each run file:
+DIR/STEM_kl_window.png (left: mean KL over every step; right: mean KL over the last power-of-two
+bucket of lengths, where accumulated error shows) and DIR/STEM_kl_window.csv. Means are over the
+finite values; non-finite steps are counted in the CSV and marked in the figure.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rssm_common as rc  # noqa: E402
+
+CSV_HEADER = ["group", "L", "config", "spec", "mean_kl_all", "se_kl_all", "nonfinite_all",
+              "last_bucket_lo", "last_bucket_hi", "mean_kl_last", "se_kl_last", "nonfinite_last"]
+
+
+def groups(run):
+    """{group: [(L, config)]} sorted by L."""
+    out = {}
+    for c in run.configs:
+        L = rc.window_of(c.spec)
+        if L is None:
+            continue
+        out.setdefault(rc.without_window(c.spec), []).append((L, c))
+    for g in out.values():
+        g.sort(key=lambda lc: (lc[0], lc[1].name))
+    return dict(sorted(out.items()))
+
+
+def table(run):
+    last = rc.pow2_buckets(run.N)[-1]
+    rows = []
+    for g, members in groups(run).items():
+        for L, c in members:
+            a = rc.window_stats(c.kl, 1, run.N)
+            b = rc.window_stats(c.kl, last[0], last[1])
+            rows.append([g, L, c.name, c.spec, rc.num(a["mean"]), rc.num(a["se"]), a["nonfinite"],
+                         last[0], last[1], rc.num(b["mean"]), rc.num(b["se"]), b["nonfinite"]])
+    return rows
+
+
+def plot(run, rows, path):
+    plt = rc.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), sharey=True)
+    byg = {}
+    for r in rows:
+        byg.setdefault(r[0], []).append(r)
+    panels = ((axes[0], 4, 5, 6, "all steps"),
+              (axes[1], 9, 10, 11, f"lengths {rows[0][7]}..{rows[0][8]}" if rows else "last bucket"))
+    for ax, im, ise, inf, title in panels:
+        for i, (g, rs) in enumerate(byg.items()):
+            color = f"C{i % 10}"
+            pts = [(r[1], float(r[im]), float(r[ise])) for r in rs
+                   if math.isfinite(float(r[im])) and float(r[im]) > 0.0]
+            if pts:
+                Ls, ys, ses = zip(*pts)
+                ses = [s if math.isfinite(s) else 0.0 for s in ses]
+                ax.errorbar(Ls, ys, yerr=ses, marker="o", ms=4, capsize=2, color=color, label=g)
+            for r in rs:
+                if int(r[inf]) > 0:
+                    ax.plot([r[1]], [float(r[im]) if math.isfinite(float(r[im])) else 1.0],
+                            marker="x", ms=9, color=color)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("replay window L")
+        ax.set_title(title)
+    axes[0].set_ylabel("mean KL(p_ref || p_cfg) (nats)")
+    axes[0].legend(fontsize=6, loc="best")
+    fig.suptitle(f"{run.stem}: KL against window L (x: non-finite steps)")
+    fig.tight_layout()
+    rc.save_png(fig, path)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", help="run HDF5 files (SPEC section 7)")
+    ap.add_argument("--out-dir", required=True)
+    a = ap.parse_args()
+    rc.ensure_dir(a.out_dir)
+    for path in a.runs:
+        run = rc.load_run(path)
+        rows = table(run)
+        csv_path = os.path.join(a.out_dir, f"{run.stem}_kl_window.csv")
+        rc.write_csv(csv_path, CSV_HEADER, rows)
+        if not rows:
+            print(f"{run.stem}: no replay or spec configurations: wrote only {csv_path}")
+            continue
+        png = os.path.join(a.out_dir, f"{run.stem}_kl_window.png")
+        plot(run, rows, png)
+        print(f"wrote {png} and {csv_path}")
+
+
+if __name__ == "__main__":
+    rc.main_guard(main)

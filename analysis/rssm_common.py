@@ -1,0 +1,315 @@
+"""Shared helpers of the analysis scripts: reading a run's HDF5 file (SPEC section 7) strictly,
+configuration strings (SPEC section 6), length buckets, and deterministic output files.
+
+Every script runs with Debian's /usr/bin/python3 (python3-h5py, python3-numpy,
+python3-matplotlib). Bad input ends the script with one line on stderr naming the file, the field
+and what was expected, and exit status 2 (docs/cli.md's convention).
+"""
+
+import csv
+import math
+import os
+import sys
+
+import h5py
+import numpy as np
+
+PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "analysis"
+
+
+class InputError(Exception):
+    """Bad input: the message is the one line that the user sees."""
+
+
+def die(msg):
+    """One line on stderr, exit status 2."""
+    print(f"{PROG}: {msg}".replace("\n", " "), file=sys.stderr)
+    sys.exit(2)
+
+
+def main_guard(fn):
+    """Runs fn(), turning InputError into the one-line exit-2 failure."""
+    try:
+        fn()
+    except InputError as e:
+        die(str(e))
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration strings (SPEC section 6)
+# --------------------------------------------------------------------------------------------
+FORMAT_KEYS = ("state", "ckpt", "hp", "lp")
+
+
+def parse_spec(spec):
+    """'replay L=16 ckpt=nvfp4/sr' -> ('replay', {'L': '16', 'ckpt': 'nvfp4/sr'}), key order kept."""
+    words = spec.split()
+    if not words:
+        raise ValueError("empty configuration string")
+    keys = {}
+    for w in words[1:]:
+        k, sep, v = w.partition("=")
+        if not sep or not k or not v:
+            raise ValueError(f"'{w}' is not key=value")
+        keys[k] = v
+    return words[0], keys
+
+
+def window_of(spec):
+    """The replay window L of a replay/spec configuration (SPEC default 16), None otherwise."""
+    strategy, keys = parse_spec(spec)
+    if strategy not in ("replay", "spec"):
+        return None
+    return int(keys.get("L", "16"))
+
+
+def without_window(spec):
+    """The string without its L=n word: the configurations that differ only in L share it."""
+    return " ".join(w for w in spec.split() if not w.startswith("L="))
+
+
+def _strip_rounding(fmt):
+    base = fmt.split("/")[0]
+    return base, ("sr" if fmt.endswith("/sr") else "rtn")
+
+
+def rounding_group(spec):
+    """(group, label): the string with every format's /sr or /rtn removed, and the rounding of
+    its low-precision formats ('RTN', 'SR', or per key such as 'hp=sr lp=rtn')."""
+    strategy, keys = parse_spec(spec)
+    words = [strategy]
+    roundings = {}
+    for k, v in keys.items():
+        if k in FORMAT_KEYS:
+            base, r = _strip_rounding(v)
+            words.append(f"{k}={base}")
+            if base != "fp32":  # fp32 is stored exactly whatever its rounding flag says
+                roundings[k] = r
+        elif k != "name":
+            words.append(f"{k}={v}")
+    vals = set(roundings.values())
+    if not vals:
+        label = "exact"
+    elif len(vals) == 1:
+        label = vals.pop().upper()
+    else:
+        label = " ".join(f"{k}={r}" for k, r in roundings.items())
+    return " ".join(words), label
+
+
+# --------------------------------------------------------------------------------------------
+# Run files (SPEC section 7)
+# --------------------------------------------------------------------------------------------
+class Config:
+    def __init__(self, name, spec, kl, first_nonfinite):
+        self.name = name
+        self.spec = spec
+        self.kl = kl  # float64 [K, N]
+        self.first_nonfinite = first_nonfinite  # int64 [K], -1 none
+
+
+class Run:
+    def __init__(self, path, attrs, configs, K, N):
+        self.path = path
+        self.attrs = attrs
+        self.configs = configs
+        self.K = K
+        self.N = N
+
+    @property
+    def stem(self):
+        return os.path.splitext(os.path.basename(self.path))[0]
+
+    @property
+    def model(self):
+        m = self.attrs.get("model", self.attrs.get("model_path", ""))
+        return m if m else "(model not recorded)"
+
+
+def _text(v):
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.ndarray) and v.shape == ():
+        return _text(v[()])
+    return str(v)
+
+
+def _dataset(path, group, name, ndim, kinds):
+    if name not in group or not isinstance(group[name], h5py.Dataset):
+        raise InputError(f"{path}: {group.name.rstrip('/')}/{name} is missing "
+                         f"(expected a {ndim}-D dataset, SPEC section 7)")
+    ds = group[name]
+    if ds.ndim != ndim or ds.dtype.kind not in kinds:
+        raise InputError(f"{path}: {ds.name} has shape {ds.shape} and dtype {ds.dtype} "
+                         f"(expected {ndim}-D of kind {'/'.join(kinds)})")
+    return ds
+
+
+def load_run(path):
+    """Reads /configs/*/{kl, first_nonfinite} and the spec attributes, checking the layout."""
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file (expected a run's HDF5 file, SPEC section 7)")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise InputError(f"{path}: not a readable HDF5 file ({e.__class__.__name__})")
+    with f:
+        attrs = {k: _text(v) for k, v in f.attrs.items()}
+        if "configs" not in f or not isinstance(f["configs"], h5py.Group):
+            raise InputError(f"{path}: /configs is missing (expected a group of configurations, "
+                             "SPEC section 7)")
+        names = sorted(f["configs"].keys())
+        if not names:
+            raise InputError(f"{path}: /configs is empty (expected at least one configuration)")
+        shape = None
+        configs = []
+        for name in names:
+            g = f["configs"][name]
+            if not isinstance(g, h5py.Group):
+                raise InputError(f"{path}: /configs/{name} is not a group")
+            if "spec" not in g.attrs:
+                raise InputError(f"{path}: /configs/{name} has no 'spec' attribute "
+                                 "(expected the canonical configuration string)")
+            spec = _text(g.attrs["spec"])
+            try:
+                parse_spec(spec)
+            except ValueError as e:
+                raise InputError(f"{path}: /configs/{name} attribute spec '{spec}': {e}")
+            kl = _dataset(path, g, "kl", 2, "f")
+            if shape is None:
+                shape = kl.shape
+            elif kl.shape != shape:
+                raise InputError(f"{path}: /configs/{name}/kl has shape {kl.shape} "
+                                 f"(expected {shape} like the other configurations)")
+            fn = _dataset(path, g, "first_nonfinite", 1, "iu")
+            if fn.shape != (shape[0],):
+                raise InputError(f"{path}: /configs/{name}/first_nonfinite has shape {fn.shape} "
+                                 f"(expected ({shape[0]},), one per sequence)")
+            configs.append(Config(name, spec, np.asarray(kl[...], dtype=np.float64),
+                                  np.asarray(fn[...], dtype=np.int64)))
+        K, N = shape
+        if N < 1 or K < 1:
+            raise InputError(f"{path}: kl has shape {shape} (expected at least one sequence "
+                             "and one step)")
+    return Run(path, attrs, configs, K, N)
+
+
+# --------------------------------------------------------------------------------------------
+# Lengths and buckets. Step t (0-based) predicts token t+1 after reading t+1 tokens: its
+# generation length ("position") is t + 1.
+# --------------------------------------------------------------------------------------------
+def pow2_buckets(N):
+    """[(lo, hi)] positions lo <= p <= hi: [1,1], [2,3], [4,7], ..., the last one cut at N. A tail
+    shorter than half an octave joins the bucket before it, so that a run of 2^k steps does not
+    end in a bucket of one position."""
+    out = []
+    lo = 1
+    while lo <= N:
+        out.append((lo, min(2 * lo - 1, N)))
+        lo *= 2
+    if len(out) > 1 and out[-1][1] - out[-1][0] + 1 < out[-1][0] // 2:
+        out[-2:] = [(out[-2][0], N)]
+    return out
+
+
+def length_window(length, N):
+    """Positions within half an octave of `length` (length/sqrt2 <= p < length*sqrt2), cut at N;
+    None when the file does not reach `length`."""
+    if length > N:
+        return None
+    lo = max(1, math.ceil(length / math.sqrt(2.0)))
+    hi = min(N, math.ceil(length * math.sqrt(2.0)) - 1)
+    return lo, hi
+
+
+def window_stats(kl, lo, hi):
+    """Statistics of kl[:, lo-1:hi] (positions lo..hi, all sequences): mean over the finite
+    values, its standard error over sequences, and the number of non-finite steps."""
+    block = kl[:, lo - 1:hi]
+    finite = np.isfinite(block)
+    nonfinite = int(block.size - finite.sum())
+    vals = block[finite]
+    mean = float(vals.mean()) if vals.size else float("nan")
+    per_seq = [float(row[np.isfinite(row)].mean()) for row in block if np.isfinite(row).any()]
+    se = float(np.std(per_seq, ddof=1) / math.sqrt(len(per_seq))) if len(per_seq) > 1 else float("nan")
+    return {"mean": mean, "se": se, "nonfinite": nonfinite, "steps": int(block.size),
+            "median": float(np.median(vals)) if vals.size else float("nan"),
+            "p90": float(np.percentile(vals, 90)) if vals.size else float("nan"),
+            "max": float(vals.max()) if vals.size else float("nan"),
+            "per_seq": per_seq}
+
+
+def length_label(n):
+    """1024 -> '1K', 131072 -> '128K', 100 -> '100'."""
+    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+def parse_lengths(text):
+    """'1K,16K,64K,128K' or '8,64' -> [1024, 16384, ...] (K = 1024)."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            out.append(int(item[:-1]) * 1024 if item.upper().endswith("K") else int(item))
+        except ValueError:
+            raise InputError(f"--lengths: '{item}' is not a length (expected e.g. 1K,16K or 64)")
+        if out[-1] < 1:
+            raise InputError(f"--lengths: '{item}' is not positive")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Output files
+# --------------------------------------------------------------------------------------------
+def num(x):
+    """Stable text for a float in CSV files: 9 significant digits, 'inf', 'nan'."""
+    if x is None:
+        return ""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.9g}"
+
+
+def write_csv(path, header, rows):
+    """Written under a temporary name and renamed, so a reader never sees half a file."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow(r)
+    os.replace(tmp, path)
+
+
+def write_text(path, text):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def pyplot():
+    """matplotlib with the Agg backend and settings that make PNGs byte-for-byte repeatable."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9,
+                                "axes.grid": True, "grid.alpha": 0.3})
+    return plt
+
+
+def save_png(fig, path):
+    """Fixed dpi, no software/date metadata; temporary name and rename."""
+    tmp = f"{path}.tmp.{os.getpid()}.png"
+    fig.savefig(tmp, dpi=100, format="png", metadata={"Software": None})
+    os.replace(tmp, path)
+
+
+def ensure_dir(d):
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{d}: cannot create the output directory ({e.strerror})")

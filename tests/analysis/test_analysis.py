@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""The analysis scripts on a synthetic run file with known numbers (SPEC section 7 layout).
+
+    /usr/bin/python3 tests/analysis/test_analysis.py SOURCE_DIR
+
+Writes the file, runs every script as a process, and checks the CSV and Markdown numbers against
+the values the file was built from; also that bad input ends with one line and exit status 2.
+Exit status 0 when everything holds, 1 with one line per failure otherwise.
+"""
+
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                      os.path.join(os.path.dirname(__file__), "..", ".."))
+AN = os.path.join(SRC, "analysis")
+PY = "/usr/bin/python3"
+K, N = 2, 64
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def close(a, b, rel=1e-6):
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-12)
+
+
+# name -> (spec, kl [K, N], first_nonfinite [K])
+pos = np.arange(1, N + 1, dtype=np.float64)
+CONFIGS = {
+    "shared_rtn": ("replay L=16 ckpt=nvfp4", np.full((K, N), 0.5)),
+    "shared_sr": ("replay L=16 ckpt=nvfp4/sr", np.full((K, N), 0.25)),
+    "shared_sr_L8": ("replay L=8 ckpt=nvfp4/sr", np.tile(1e-3 * pos, (K, 1))),
+    "split_L4": ("replay L=4 hp=fp32 lp=nvfp4", np.full((K, N), 0.03)),
+    "split_L8": ("replay L=8 hp=fp32 lp=nvfp4", np.full((K, N), 0.02)),
+    "split_L16": ("replay L=16 hp=fp32 lp=nvfp4", np.full((K, N), 0.01)),
+    "conv_fp8": ("conventional state=fp8", np.full((K, N), 0.1)),
+}
+# conv_fp8 diverges in sequence 0 at step 40 (position 41): kl = inf from there on
+CONFIGS["conv_fp8"][1][0, 40:] = np.inf
+FIRST = {name: np.array([40 if name == "conv_fp8" else -1, -1]) for name in CONFIGS}
+# sequence 1 of shared_sr is twice sequence 0 (known standard error over sequences)
+CONFIGS["shared_sr"][1][1, :] = 0.5
+
+
+def write_run(path):
+    with h5py.File(path, "w") as f:
+        f.attrs["model"] = "tests/fixtures/toy"
+        f.attrs["steps"] = N
+        f.attrs["sequences"] = K
+        f.create_dataset("tokens", data=np.zeros((K, N + 1), np.int32))
+        f.create_dataset("reference/nll", data=np.ones((K, N), np.float32))
+        for name, (spec, kl) in CONFIGS.items():
+            g = f.create_group(f"configs/{name}")
+            g.attrs["spec"] = spec
+            g.create_dataset("kl", data=kl.astype(np.float32), chunks=(1, 16))
+            g.create_dataset("nll", data=np.ones((K, N), np.float32))
+            g.create_dataset("dp", data=np.zeros((K, N), np.float32))
+            g.create_dataset("top1", data=np.ones((K, N), np.uint8))
+            g.create_dataset("first_nonfinite", data=FIRST[name].astype(np.int64))
+
+
+def write_theory(path):
+    """A tiny file in replayssm theory's layout: one agreeing and one violated comparison."""
+    rows = [("fp8", "rtn", "iid", "conventional", "holds", "fresh", 0.9, 1.0, 1.0, 1),
+            ("fp8", "rtn", "fixed", "conventional", "violated", "bias", 0.9, 1.0, 19.0, 0)]
+    with h5py.File(path, "w") as f:
+        for k, v in dict(tol=0.05, steps=100, nmat=2, dv=4, dk=8, L=16, rho=0.999, seed=0,
+                         horizons=8.0).items():
+            f.attrs[k] = v
+        g = f.create_group("rows")
+        for i, name in enumerate(["format", "rounding", "regime", "mode", "assumption", "why"]):
+            g.create_dataset(name, data=np.array([r[i].encode() for r in rows], dtype="S16"))
+        cols = dict(alpha=[r[6] for r in rows], pred_var=[r[7] for r in rows],
+                    meas_var=[r[8] for r in rows], agrees=[r[9] for r in rows])
+        for name in ["alpha", "a_eff", "events", "stationary", "b", "s2", "pred_mean",
+                     "meas_mean", "pred_var", "meas_var", "se_mean", "se_var", "rel_mean",
+                     "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved"]:
+            g.create_dataset(name, data=np.array(cols.get(name, [1.0, 1.0]), np.float64))
+
+
+def run(args, expect=0):
+    p = subprocess.run([PY] + args, capture_output=True, text=True)
+    check(p.returncode == expect, f"{' '.join(args[:1])}: exit {p.returncode}, expected {expect}: "
+          f"{p.stderr.strip()[:300]}")
+    return p
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="rssm-analysis-")
+    h5 = os.path.join(tmp, "synth.h5")
+    out = os.path.join(tmp, "out")
+    write_run(h5)
+
+    # --- KL against length: per-bucket CSV -----------------------------------------------------
+    run([os.path.join(AN, "plot_kl_length.py"), h5, "--out-dir", out])
+    check(os.path.getsize(os.path.join(out, "synth_kl_length.png")) > 1000, "kl_length.png missing")
+    rows = read_csv(os.path.join(out, "synth_kl_buckets.csv"))
+    b = {(r["config"], int(r["bucket_lo"])): r for r in rows}
+    check(len(rows) == len(CONFIGS) * 6, f"bucket rows {len(rows)}, expected {len(CONFIGS) * 6}")
+    check(close(b[("shared_rtn", 16)]["mean_kl"], 0.5), "shared_rtn bucket 16 mean != 0.5")
+    # 1e-3 * position over positions 16..31: mean position 23.5
+    check(close(b[("shared_sr_L8", 16)]["mean_kl"], 0.0235, 1e-5),
+          f"power law bucket 16 mean {b[('shared_sr_L8', 16)]['mean_kl']} != 0.0235")
+    # the lone position 64 joins [32, 63]: the last bucket is [32, 64], mean position 48
+    check(b[("shared_sr_L8", 32)]["bucket_hi"] == "64", "last bucket [32, 64]")
+    check(close(b[("shared_sr_L8", 32)]["mean_kl"], 0.048, 1e-5), "last bucket mean 0.048")
+    # sequences 0.25 and 0.5: mean 0.375, standard error 0.125
+    check(close(b[("shared_sr", 4)]["mean_kl"], 0.375), "shared_sr mean != 0.375")
+    check(close(b[("shared_sr", 4)]["se_kl"], 0.125), f"shared_sr se {b[('shared_sr', 4)]['se_kl']}")
+    # conv_fp8: steps 40..63 of sequence 0 are inf, all inside bucket [32, 64] (steps 31..63)
+    check(b[("conv_fp8", 32)]["nonfinite_steps"] == "24",
+          f"conv_fp8 non-finite in bucket 32: {b[('conv_fp8', 32)]['nonfinite_steps']}, expected 24")
+    check(close(b[("conv_fp8", 32)]["mean_kl"], 0.1, 1e-6), "conv_fp8 finite mean != 0.1")
+
+    # --- KL against L ---------------------------------------------------------------------------
+    run([os.path.join(AN, "plot_kl_window.py"), h5, "--out-dir", out])
+    check(os.path.isfile(os.path.join(out, "synth_kl_window.png")), "kl_window.png missing")
+    w = read_csv(os.path.join(out, "synth_kl_window.csv"))
+    split = {int(r["L"]): float(r["mean_kl_all"]) for r in w
+             if r["group"] == "replay hp=fp32 lp=nvfp4"}
+    check(sorted(split) == [4, 8, 16] and
+          all(close(split[k], v, 1e-6) for k, v in {4: 0.03, 8: 0.02, 16: 0.01}.items()),
+          f"split group by L {split}")
+    groups = sorted({r["group"] for r in w})
+    check(groups == ["replay ckpt=nvfp4", "replay ckpt=nvfp4/sr", "replay hp=fp32 lp=nvfp4"],
+          f"window groups {groups}")
+    check(not any(r["config"] == "conv_fp8" for r in w), "conventional has no L")
+
+    # --- RTN vs SR table ------------------------------------------------------------------------
+    run([os.path.join(AN, "table_rounding.py"), h5, "--out-dir", out, "--lengths", "8,32,64,128"])
+    t = read_csv(os.path.join(out, "synth_rounding.csv"))
+    hdr = list(t[0].keys())
+    check("kl_128" not in hdr and "kl_64" in hdr, f"length columns {hdr}: 128 is beyond N = 64")
+    byc = {r["config"]: r for r in t}
+    check(byc["shared_rtn"]["rounding"] == "RTN" and byc["shared_sr"]["rounding"] == "SR",
+          "rounding labels")
+    check(byc["shared_rtn"]["group"] == byc["shared_sr"]["group"] == "replay L=16 ckpt=nvfp4",
+          "RTN and SR share a group")
+    check(byc["split_L16"]["rounding"] == "RTN", "split lp=nvfp4 (hp fp32 exact) is RTN")
+    # window around 32: positions 23..45 (steps 22..44); sequence 0 inf at steps 40..44: 5
+    check(byc["conv_fp8"]["nonfinite_32"] == "5", f"non-finite around 32: {byc['conv_fp8']['nonfinite_32']}")
+    check(close(byc["conv_fp8"]["kl_32"], 0.1, 1e-6), "finite mean around 32")
+    check(byc["conv_fp8"]["first_nonfinite"] == "41" and byc["conv_fp8"]["nonfinite_sequences"] == "1",
+          "first non-finite position 41 in 1 sequence")
+    # window around 8: positions 6..11 -> mean of 1e-3 * p = 8.5e-3
+    check(close(byc["shared_sr_L8"]["kl_8"], 8.5e-3, 1e-5), f"power law around 8: {byc['shared_sr_L8']['kl_8']}")
+    md = open(os.path.join(out, "synth_rounding.md")).read()
+    check("| `replay L=16 ckpt=nvfp4` | RTN | 0.5 | 0.5 | 0.5 | none |" in md,
+          "Markdown row of shared_rtn")
+    check("0.1 (5/" in md, "Markdown reports the non-finite steps around 32")
+
+    # --- theory plot and results page --------------------------------------------------------
+    th = os.path.join(tmp, "theory.h5")
+    write_theory(th)
+    run([os.path.join(AN, "plot_theory.py"), th, "--out-dir", out])
+    tmd = open(os.path.join(out, "theory.md")).read()
+    check("| `fp8` | 1/1 | 0/1 (violated) |" in tmd, "theory.md pivot row")
+    check("| `fp8` | fixed | conventional | 19 | 0.9 |" in tmd, "theory.md violated ratio")
+    res = os.path.join(tmp, "results.md")
+    run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--runs", h5, "--out", res])
+    text = open(res).read()
+    check("0.136 -> 0.0038" in text and "not yet measured" in text, "results.md paper numbers")
+    # the fixture's shared/split pair at L=16 over its last bucket (32..64): 0.5 vs 0.01
+    check("ratio 50" in text, "results.md headline ratio of the synthetic run")
+
+    # --- bad input: one line, exit 2 -------------------------------------------------------------
+    bad = os.path.join(tmp, "bad.h5")
+    with h5py.File(bad, "w") as f:
+        f.create_group("configs/x").create_dataset("kl", data=np.zeros((1, 4), np.float32))
+    p = run([os.path.join(AN, "table_rounding.py"), bad, "--out-dir", out], expect=2)
+    check(p.stderr.count("\n") == 1 and "spec" in p.stderr, f"one-line error: {p.stderr!r}")
+    p = run([os.path.join(AN, "plot_kl_length.py"), os.path.join(tmp, "nope.h5"), "--out-dir", out],
+            expect=2)
+    check("no such file" in p.stderr, f"missing file message: {p.stderr!r}")
+
+    # --- determinism: the same input gives the same PNG bytes -----------------------------------
+    out2 = os.path.join(tmp, "out2")
+    run([os.path.join(AN, "plot_kl_length.py"), h5, "--out-dir", out2])
+    a = open(os.path.join(out, "synth_kl_length.png"), "rb").read()
+    b2 = open(os.path.join(out2, "synth_kl_length.png"), "rb").read()
+    check(a == b2, "PNG output is not byte-for-byte repeatable")
+
+    for f in failures:
+        print(f"FAIL: {f}")
+    if not failures:
+        shutil.rmtree(tmp)
+    else:
+        print(f"test_analysis: files kept in {tmp}")
+    print(f"test_analysis: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
