@@ -20,9 +20,10 @@
 #include "src/model/model.h"
 #include "src/ssm/ssm_accept.h"
 #include "src/ssm/ssm_config.h"
+#include "src/tokens/token_source.h"
 
 #define USAGE                                                                              \
-  "replayssm logits --model DIR --tokens FILE.npy [--steps N] [--config STR] [--seed S] " \
+  "replayssm logits --model DIR --tokens FILE(.npy|.tok.zst) [--steps N] [--config STR] [--seed S] " \
   "[--threads N] --out FILE.(h5|npy)"
 
 static void print_help(void) {
@@ -33,7 +34,7 @@ static void print_help(void) {
          "as float32 [N][V]: HDF5 (dataset /logits) or .npy, chosen by the extension.\n"
          "\n"
          "  --model DIR    config.json plus model.safetensors (or a sharded index)\n"
-         "  --tokens FILE  1-D int32/int64 .npy of token ids\n"
+         "  --tokens FILE  token ids: a 1-D int32/int64 .npy or a .tok.zst stream\n"
          "  --steps N      decode the first N tokens (default: all)\n"
          "  --config STR   SSM state strategy (SPEC 6), default 'conventional state=fp32'\n"
          "  --seed S       seed of stochastic rounding and spec acceptance (default 0)\n"
@@ -131,22 +132,22 @@ int cmd_logits(int argc, char **argv) {
   }
   model_set_threads((int)threads);
 
-  npy_index tok;
-  rc = npy_load_index(a.tokens, &tok, err, sizeof err);
+  token_source tok; /* .npy or .tok.zst */
+  rc = token_source_load(a.tokens, &tok, err, sizeof err);
   if (rc != RSSM_OK) {
     cli_error("logits", "%s", err);
     return rc;
   }
   if (tok.n < 1) {
     cli_error("logits", "%s: no tokens (expected a non-empty 1-D array)", a.tokens);
-    npy_index_free(&tok);
+    token_source_free(&tok);
     return 2;
   }
   int64_t N = a.steps ? (int64_t)steps : tok.n;
   if (N > tok.n) {
     cli_error("logits", "--steps %" PRId64 " exceeds the %" PRId64 " tokens of %s", N, tok.n,
               a.tokens);
-    npy_index_free(&tok);
+    token_source_free(&tok);
     return 2;
   }
 
@@ -154,16 +155,16 @@ int cmd_logits(int argc, char **argv) {
   rc = model_load(a.model, &m, err, sizeof err);
   if (rc != RSSM_OK) {
     cli_error("logits", "%s", err);
-    npy_index_free(&tok);
+    token_source_free(&tok);
     return rc;
   }
   const int64_t V = m.cfg.V;
   for (int64_t i = 0; i < tok.n; i++)
-    if (tok.data[i] < 0 || tok.data[i] >= V) {
+    if (tok.ids[i] < 0 || tok.ids[i] >= V) {
       cli_error("logits", "%s: token[%" PRId64 "] = %" PRId64 " out of range (expected 0 <= id < "
-                "vocab_size %" PRId64 ")", a.tokens, i, tok.data[i], V);
+                "vocab_size %" PRId64 ")", a.tokens, i, tok.ids[i], V);
       model_free(&m);
-      npy_index_free(&tok);
+      token_source_free(&tok);
       return 2;
     }
 
@@ -171,7 +172,7 @@ int cmd_logits(int argc, char **argv) {
   if (T > 1024) {
     cli_error("logits", "--config '%s': T = %d (expected at most 1024 drafts)", cfg_text, T);
     model_free(&m);
-    npy_index_free(&tok);
+    token_source_free(&tok);
     return 2;
   }
   model_state st;
@@ -188,7 +189,7 @@ int cmd_logits(int argc, char **argv) {
     free(out);
     free(buf);
     model_free(&m);
-    npy_index_free(&tok);
+    token_source_free(&tok);
     return rc;
   }
   int64_t done = 0;
@@ -197,7 +198,7 @@ int cmd_logits(int argc, char **argv) {
   while (done < N && rc == RSSM_OK) {
     for (int t = 0; t < T; t++) {
       int64_t i = done + t;
-      drafts[t] = tok.data[i < tok.n ? i : tok.n - 1];
+      drafts[t] = tok.ids[i < tok.n ? i : tok.n - 1];
     }
     rc = model_forward(&st, drafts, T, buf, err, sizeof err);
     if (rc != RSSM_OK) break;
@@ -227,6 +228,6 @@ int cmd_logits(int argc, char **argv) {
   free(buf);
   model_state_free(&st);
   model_free(&m);
-  npy_index_free(&tok);
+  token_source_free(&tok);
   return rc;
 }

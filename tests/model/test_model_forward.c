@@ -181,3 +181,35 @@ Test(model_forward, h5_output_matches_npy, .init = setup, .fini = teardown, .tim
   npy_f32_free(&a);
   tt_free(&l);
 }
+
+/* A .tok.zst stream (replayssm tokens: one token per byte) decodes like the .npy of the same ids. */
+Test(model_forward, tok_zst_tokens, .init = setup, .fini = teardown, .timeout = 300) {
+  tt_list l;
+  char cfg[8192];
+  tiny_build(TINY_QWEN35_TEXT, &l, cfg, sizeof cfg); /* vocab 80: bytes 48..74 below */
+  cr_assert_eq(tiny_write(dir, &l, cfg), 0);
+  const char text[] = "0123456789:;<=>?@ABCDEFGHIJ";
+  const int n = (int)sizeof text - 1;
+  char p[TPATH_MAX], zst[TPATH_MAX], errp[TPATH_MAX];
+  cr_assert_eq(write_text(tpath(p, dir, "text.txt"), text), 0);
+  tpath(zst, dir, "t.tok.zst");
+  char *targv[] = {(char *)RSSM_BIN, (char *)"tokens", (char *)"--out", zst, p, NULL};
+  int st = run_prog(targv, NULL, tpath(errp, dir, "tok_err.txt"));
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "replayssm tokens failed");
+  int32_t ids[64];
+  for (int i = 0; i < n; i++) ids[i] = (int32_t)(unsigned char)text[i];
+  cr_assert_eq(write_tokens_i32(tpath(p, dir, "tokens.npy"), ids, n), 0);
+  char o1[TPATH_MAX], o2[TPATH_MAX];
+  cr_assert_eq(run_logits(tpath(o1, dir, "a.npy"), NULL, NULL), 0);
+  char *argv[] = {(char *)RSSM_BIN, (char *)"logits", (char *)"--model", (char *)dir,
+                  (char *)"--tokens", zst, (char *)"--out", tpath(o2, dir, "b.npy"), NULL};
+  st = run_prog(argv, NULL, NULL);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "logits on a .tok.zst failed");
+  size_t la, lb;
+  char *a = slurp(o1, &la), *b = slurp(o2, &lb);
+  cr_assert(a && b);
+  cr_expect(la == lb && memcmp(a, b, la) == 0, ".tok.zst and .npy tokens give different logits");
+  free(a);
+  free(b);
+  tt_free(&l);
+}
