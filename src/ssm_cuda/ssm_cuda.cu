@@ -149,7 +149,9 @@ struct query {
   int kind, n, rec, t;
 };
 
-__device__ inline int num_queries(const dev_state &d, int op) { return (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1); }
+__device__ inline int num_queries(const dev_state &d, int op) {
+  return (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
+}
 
 __device__ inline query query_of(const dev_state &d, int op, int h, int qi) {
   query q;
@@ -447,7 +449,8 @@ __global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed,
     red[threadIdx.x] = local;
     __syncthreads();
     for (int s = STORE_THREADS / 2; s > 0; s >>= 1) {
-      if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + s];
+      if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x])
+        red[threadIdx.x] = red[threadIdx.x + s];
       __syncthreads();
     }
     s_enc = rssm_nvfp4_senc(red[0]);
@@ -600,7 +603,8 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
         if (qq.kind == Q_U) {
           /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
           size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
-          d.rec_x[ri * dv + i] = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[hh * cap + qq.rec - 1], acc);
+          d.rec_x[ri * dv + i] =
+              rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[hh * cap + qq.rec - 1], acc);
         } else {
           o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
         }
@@ -715,7 +719,8 @@ int ckpt_init(ssm_cuda_ckpt *c, const qformat *f, uint32_t stream, const ssm_dim
     } else {
       cudaMemcpy(d_one, one, bpm, cudaMemcpyHostToDevice);
       broadcast_kernel<<<1024, 256>>>(c->blob, d_one, nmat, bpm);
-      if (cudaDeviceSynchronize() != cudaSuccess) rc = fail(err, errlen, "CUDA error initialising a checkpoint");
+      if (cudaDeviceSynchronize() != cudaSuccess)
+        rc = fail(err, errlen, "CUDA error initialising a checkpoint");
     }
   }
   if (d_one) cudaFree(d_one);
@@ -748,7 +753,8 @@ store_params store_of(const ssm_cuda_state *st, const ssm_cuda_ckpt *c) {
  * codes, spread over the lanes) and no verification needs the fp32 S afterwards. Scaled formats
  * go through store_kernel, which has a thread per block (in the warp, one lane would encode a
  * whole block serially) and, for NVFP4, the matrix amax. */
-void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o, cudaStream_t s) {
+void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o,
+                       cudaStream_t s) {
   dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
   const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
   const bool scaled = st->main.fmt.block > 0 || (d.split && st->lp.fmt.block > 0);
@@ -781,7 +787,8 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   if (d->H % d->G != 0) return fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
   if (d->H > 65535 || layer >= 4096)
     return fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H, layer);
-  if (d->dk > 32 * MAXM) return fail(err, errlen, "dk=%d > %d (one state row per warp in registers)", d->dk, 32 * MAXM);
+  if (d->dk > 32 * MAXM)
+    return fail(err, errlen, "dk=%d > %d (one state row per warp in registers)", d->dk, 32 * MAXM);
   if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1) return fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
     return fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
@@ -804,8 +811,10 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   int optin = 0;
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
   if (smem > (size_t)optin || msmem > (size_t)optin)
-    return fail(err, errlen, "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of shared "
-                "memory (> %d)", st->cap, nq, d->H / d->G, smem, msmem, optin);
+    return fail(err, errlen,
+                "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of "
+                "shared memory (> %d)",
+                st->cap, nq, d->H / d->G, smem, msmem, optin);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(ro_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return fail(err, errlen, "cannot raise the readout's shared memory to %zu bytes", smem);
@@ -864,7 +873,8 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
     rc = ckpt_init(&st->main, &cfg->hp, QSR_STREAM_HP, d, B, err, errlen);
     if (rc == 0) rc = ckpt_init(&st->lp, &cfg->lp, QSR_STREAM_LP, d, B, err, errlen);
   }
-  if (rc == 0 && cudaDeviceSynchronize() != cudaSuccess) rc = fail(err, errlen, "CUDA error building the state");
+  if (rc == 0 && cudaDeviceSynchronize() != cudaSuccess)
+    rc = fail(err, errlen, "CUDA error building the state");
   if (rc != 0) {
     ssm_cuda_free(st);
     return -1;
@@ -894,8 +904,8 @@ extern "C" int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in, cons
   return launch_ok();
 }
 
-extern "C" int ssm_cuda_verify(ssm_cuda_state *st, const ssm_cuda_inputs *drafts, const uint8_t *active, float *o,
-                               void *stream) {
+extern "C" int ssm_cuda_verify(ssm_cuda_state *st, const ssm_cuda_inputs *drafts, const uint8_t *active,
+                               float *o, void *stream) {
   if (st->cfg.strategy != SSM_SPEC || !inputs_ok(st, drafts, o)) return -1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dev_state d = dev_of(st);

@@ -178,8 +178,8 @@ void compare_outputs(tally &t, const float *gpu, const float *cpu, size_t n, int
     if (rssm_isnan(gpu[i]) && rssm_isnan(cpu[i])) continue;
     if (memcmp(&gpu[i], &cpu[i], sizeof(float)) == 0) continue;
     t.out_diff++;
-    note_first(t, "first: step %d row %d out[%zu] gpu %.9g cpu %.9g (cpu h after %d)", step, b, i, (double)gpu[i],
-               (double)cpu[i], cpu_h);
+    note_first(t, "first: step %d row %d out[%zu] gpu %.9g cpu %.9g (cpu h after %d)", step, b, i,
+               (double)gpu[i], (double)cpu[i], cpu_h);
     double ref = std::fabs((double)cpu[i]);
     double rel = std::fabs((double)gpu[i] - (double)cpu[i]) / (ref > 1e-30 ? ref : 1e-30);
     if (!(rel <= t.max_rel)) t.max_rel = rel; /* NaN or larger */
@@ -220,8 +220,10 @@ void compare_states(tally &t, const ssm_cuda_state &g, std::vector<ssm_state> &c
     for (int hd = 0; hd < H; hd++) bad |= ev[(size_t)hd] != c.event[hd];
     t.state_diff += bad;
     if (bad)
-      note_first(t, "first: step %d row %d gpu h %d base %d pend %d fl %d nf %llu mis %d ev0 %u / cpu h %d base %d "
-                 "pend %d fl %d nf %llu ev0 %u", step, b, info.h, info.base, info.pending, info.flushed,
+      note_first(t,
+                 "first: step %d row %d gpu h %d base %d pend %d fl %d nf %llu mis %d ev0 %u / cpu h %d "
+                 "base %d pend %d fl %d nf %llu ev0 %u",
+                 step, b, info.h, info.base, info.pending, info.flushed,
                  (unsigned long long)info.nflush, info.misuse, ev[0], c.h, c.base, c.pending, c.flushed,
                  (unsigned long long)c.nflush, c.event[0]);
   }
@@ -313,11 +315,13 @@ tally run_one(const char *cfg_text, ssm_kind kind, const shape &sh, double scale
     CUDA_OK(cudaMemcpy(d_active, active.data(), kB, cudaMemcpyHostToDevice));
     CUDA_OK(cudaDeviceSynchronize()); /* pageable copies may still be in flight on return */
     int rc = run_op(sh.graph, g_op, s, [&](cudaStream_t st_) {
-      return spec ? ssm_cuda_verify(&g, &dview, d_active, d_o, st_) : ssm_cuda_step(&g, &dview, d_active, d_o, st_);
+      return spec ? ssm_cuda_verify(&g, &dview, d_active, d_o, st_)
+                  : ssm_cuda_step(&g, &dview, d_active, d_o, st_);
     });
     if (rc != 0) {
       t.error = true;
-      snprintf(t.error_text, sizeof t.error_text, "cuda %s returned %d at step %d", spec ? "verify" : "step", rc, step);
+      snprintf(t.error_text, sizeof t.error_text, "cuda %s returned %d at step %d",
+               spec ? "verify" : "step", rc, step);
       break;
     }
     CUDA_OK(cudaStreamSynchronize(s));
@@ -333,16 +337,17 @@ tally run_one(const char *cfg_text, ssm_kind kind, const shape &sh, double scale
         t.error = true;
         snprintf(t.error_text, sizeof t.error_text, "cpu op failed at step %d row %d", step, b);
       }
-      compare_outputs(t, o_gpu.data() + (size_t)b * out_row, o_cpu.data() + (size_t)b * out_row, out_row, step, b,
-                      cpu[(size_t)b].h);
+      compare_outputs(t, o_gpu.data() + (size_t)b * out_row, o_cpu.data() + (size_t)b * out_row, out_row, step,
+                      b, cpu[(size_t)b].h);
     }
     if (spec) {
       for (int b = 0; b < kB; b++)
-        a[(size_t)b] = active[(size_t)b] ? ssm_accept_draw(&cfg, kSeed, seqs[(size_t)b], round[(size_t)b]++) : 0;
+        a[(size_t)b] =
+            active[(size_t)b] ? ssm_accept_draw(&cfg, kSeed, seqs[(size_t)b], round[(size_t)b]++) : 0;
       CUDA_OK(cudaMemcpy(d_a, a.data(), kB * sizeof(int), cudaMemcpyHostToDevice));
       CUDA_OK(cudaDeviceSynchronize());
-      if (run_op(sh.graph, g_commit, s, [&](cudaStream_t st_) { return ssm_cuda_commit(&g, d_a, d_active, st_); }))
-        t.error = true;
+      auto commit = [&](cudaStream_t st_) { return ssm_cuda_commit(&g, d_a, d_active, st_); };
+      if (run_op(sh.graph, g_commit, s, commit)) t.error = true;
       for (int b = 0; b < kB; b++)
         if (active[(size_t)b] && ssm_commit(&cpu[(size_t)b], a[(size_t)b]) != 0) t.error = true;
     }
@@ -466,7 +471,8 @@ void run_bench(void) {
          per L tokens (spec: per L / mean(a) rounds) */
       double mats = (double)B * d.H;
       double rd = (double)(cfg.split ? g.lp.lay.bytes_per_matrix : g.main.lay.bytes_per_matrix);
-      double mainb = (double)g.main.lay.bytes_per_matrix, lpb = cfg.split ? (double)g.lp.lay.bytes_per_matrix : 0.0;
+      double mainb = (double)g.main.lay.bytes_per_matrix;
+      double lpb = cfg.split ? (double)g.lp.lay.bytes_per_matrix : 0.0;
       double bytes;
       if (cfg.strategy == SSM_CONVENTIONAL) bytes = 2.0 * mats * mainb;
       else {
@@ -532,9 +538,9 @@ int main(int argc, char **argv) {
         tally t = run_one(c, kind, sh, sc);
         bool ok = !t.error && t.out_diff == 0 && t.ckpt_diff == 0 && t.state_diff == 0;
         failures += !ok;
-        printf("%-6s %-20s %-46s %9lld %7lld %9.2e %10lld %7lld %6lld %7lld%s%s\n", kind == SSM_GDN ? "gdn" : "mamba2",
-               sh.name, c, t.outputs, t.out_diff, t.max_rel, t.ckpt_bytes, t.ckpt_diff, t.state_diff, t.flushes,
-               ok ? "" : "  FAIL", "");
+        printf("%-6s %-20s %-46s %9lld %7lld %9.2e %10lld %7lld %6lld %7lld%s\n",
+               kind == SSM_GDN ? "gdn" : "mamba2", sh.name, c, t.outputs, t.out_diff, t.max_rel, t.ckpt_bytes,
+               t.ckpt_diff, t.state_diff, t.flushes, ok ? "" : "  FAIL");
         if (t.error_text[0]) printf("    %s%s\n", t.error ? "error: " : "", t.error_text);
         fflush(stdout);
       }
