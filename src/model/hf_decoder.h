@@ -1,0 +1,21 @@
+/* The model runtime as a backend of the driver's decoder interface (src/driver/decoder.h): a
+ * Hugging Face model directory opened once (weights shared read-only by every decoder), one
+ * decoder per (sequence, configuration), each a model_state.
+ *
+ *   step(x)        -> model_forward(1) + model_commit(1)      (conventional, replay)
+ *   verify(x[0..T)) -> model_forward(T), then commit(a) -> model_commit(a)   (spec)
+ *   state_bytes/save/load -> model_state_* plus src/driver/ssm_snapshot for every SSM engine
+ *
+ * The checksum is "crc32:XXXXXXXX" over config.json followed by every safetensors file (in the
+ * loader's order), so it identifies the exact bytes the weights came from. */
+#ifndef RSSM_MODEL_HF_DECODER_H
+#define RSSM_MODEL_HF_DECODER_H
+
+#include <stddef.h>
+
+#include "src/driver/decoder.h"
+
+/* Returns RSSM_OK, RSSM_ERR_INPUT (not a loadable model directory) or RSSM_ERR_IO. */
+int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen);
+
+#endif
