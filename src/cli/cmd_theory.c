@@ -250,6 +250,18 @@ int cmd_theory(int argc, char **argv) {
     cli_error("theory", "%s exists (use --force to replace it)", a.out);
     return 2;
   }
+  if (a.out) {
+    /* fail before minutes of simulation, not after: the file goes next to its final name */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", a.out);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK) != 0) {
+      cli_error("theory", "%s: the directory '%s' does not exist or is not writable", a.out, dir);
+      return 1;
+    }
+  }
   th_result res = {0};
   char err[512];
   for (int f = 0; f < a.nformat && rc == 0; f++)
