@@ -32,6 +32,14 @@ if [ ! -s "$TXT" ]; then
   else
     tgz="$tmp/datasets-moby-dick-$VERSION.tgz"
     url="https://registry.npmjs.org/$PKG/-/datasets-moby-dick-$VERSION.tgz"
+    if ! command -v curl >/dev/null && ! command -v wget >/dev/null; then
+      echo "fetch_data: installing curl"
+      SUDO=()
+      if [ "$(id -u)" -ne 0 ]; then SUDO=(sudo); fi
+      "${SUDO[@]}" apt-get update
+      "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends curl ca-certificates
+    fi
     if command -v curl >/dev/null; then
       curl -sSfL -o "$tgz" "$url"
     elif command -v wget >/dev/null; then
