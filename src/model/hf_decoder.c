@@ -110,7 +110,7 @@ static int dec_save(const rssm_decoder *d, void *buf, char *err, size_t errlen) 
     snprintf(err, errlen, "model: save between verify and commit (expected a committed state)");
     return RSSM_ERR_INPUT;
   }
-  unsigned char *p = buf;
+  unsigned char *p = buf; /* [dec_state_bytes] */
   memcpy(p, &t->pending, sizeof t->pending);
   p += sizeof t->pending;
   model_state_save(&t->s, p);
@@ -132,7 +132,7 @@ static int dec_load(rssm_decoder *d, const void *buf, int64_t len, char *err, si
              ")", len, head + eng);
     return RSSM_ERR_INPUT;
   }
-  const unsigned char *p = buf;
+  const unsigned char *p = buf; /* [len] */
   int pending;
   memcpy(&pending, p, sizeof pending);
   if (pending != 0) {

@@ -45,9 +45,9 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
 
   for (int t = 0; t < n; t++) {
     const int64_t pos = s->pos + t;
-    const float *ut = u + t * H;
-    float *q = qg + t * 2 * qd;
-    float *kc = bs->kcache + pos * kvd, *vc = bs->vcache + pos * kvd;
+    const float *ut = u + t * H;                                       /* [H] */
+    float *q = qg + t * 2 * qd;                                        /* [2][nH][D] */
+    float *kc = bs->kcache + pos * kvd, *vc = bs->vcache + pos * kvd; /* [nKV][D] each */
     matvec(a->w_q, ut, q, gated ? 2 * qd : qd, H);
     matvec(a->w_k, ut, kc, kvd, H);
     matvec(a->w_v, ut, vc, kvd, H);
@@ -68,10 +68,10 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
    * positions <= pos + t, so the order does not matter. */
   for (int t = 0; t < n; t++) {
     const int64_t pos = s->pos + t;
-    const float *q = qg + t * 2 * qd;
+    const float *q = qg + t * 2 * qd; /* [2][nH][D]: queries, gates */
     for (int64_t h = 0; h < nH; h++) {
       const int64_t kh = h / rep;
-      const float *qh = q + h * D;
+      const float *qh = q + h * D; /* [D] */
       float mx = -INFINITY;
       for (int64_t j = 0; j <= pos; j++) {
         float v = dot_f32(qh, bs->kcache + j * kvd + kh * D, D) * scale;
@@ -83,11 +83,11 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
         sc[j] = expf(sc[j] - mx);
         sum = sum + sc[j];
       }
-      float *oh = o + h * D;
+      float *oh = o + h * D; /* [D] */
       for (int64_t i = 0; i < D; i++) oh[i] = 0.0f;
       for (int64_t j = 0; j <= pos; j++) {
         const float p = sc[j] / sum;
-        const float *vj = bs->vcache + j * kvd + kh * D;
+        const float *vj = bs->vcache + j * kvd + kh * D; /* [D] */
         for (int64_t i = 0; i < D; i++) oh[i] = oh[i] + p * vj[i];
       }
     }

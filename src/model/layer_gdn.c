@@ -67,7 +67,7 @@ int gdn_forward(model_state *s, const model_block_w *b, block_state *bs, int n, 
   float *og = o + n * d.value_dim;           /* [Hv*dv] gated norm output of one token */
 
   for (int t = 0; t < n; t++) {
-    const float *ut = u + t * d.H;
+    const float *ut = u + t * d.H; /* [H] */
     matvec(g->w_qkv, ut, bs->conv_win + (d.K - 1 + t) * d.conv_dim, d.conv_dim, d.H);
     matvec(g->w_z, ut, z + t * d.value_dim, d.value_dim, d.H);
     matvec(g->w_b, ut, bb + t * d.Hv, d.Hv, d.H);
@@ -77,8 +77,8 @@ int gdn_forward(model_state *s, const model_block_w *b, block_state *bs, int n, 
 
   const float qscale = (float)(1.0 / sqrt((double)d.dk));
   for (int t = 0; t < n; t++) {
-    const float *c = cv + t * d.conv_dim;
-    float *qt = q + t * d.key_dim, *kt = k + t * d.key_dim;
+    const float *c = cv + t * d.conv_dim;                    /* [conv_dim]: q | k | v */
+    float *qt = q + t * d.key_dim, *kt = k + t * d.key_dim; /* [Hk][dk] each */
     memcpy(qt, c, (size_t)d.key_dim * sizeof(float));
     memcpy(kt, c + d.key_dim, (size_t)d.key_dim * sizeof(float));
     memcpy(v + t * d.value_dim, c + 2 * d.key_dim, (size_t)d.value_dim * sizeof(float));
@@ -100,7 +100,7 @@ int gdn_forward(model_state *s, const model_block_w *b, block_state *bs, int n, 
   if (rc != 0) return -1;
 
   for (int t = 0; t < n; t++) {
-    const float *ot = o + t * d.value_dim, *zt = z + t * d.value_dim;
+    const float *ot = o + t * d.value_dim, *zt = z + t * d.value_dim; /* [Hv][dv] each */
     for (int64_t h = 0; h < d.Hv; h++) {
       rmsnorm(ot + h * d.dv, g->norm, 0, s->m->cfg.eps, og + h * d.dv, d.dv);
       for (int64_t i = 0; i < d.dv; i++)

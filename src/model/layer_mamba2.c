@@ -48,7 +48,7 @@ int mamba2_forward(model_state *s, const model_block_w *b, block_state *bs, int 
   float *tg = o + n * d.d_inner;          /* [d_inner] gated, normed output of one token */
 
   for (int t = 0; t < n; t++) {
-    float *row = zx + t * d.in_rows;
+    float *row = zx + t * d.in_rows; /* [in_rows]: z | xBC | dt */
     matvec(w->w_in, u + t * d.H, row, d.in_rows, d.H);
     memcpy(bs->conv_win + (d.K - 1 + t) * d.conv_dim, row + d.d_inner,
            (size_t)d.conv_dim * sizeof(float));
@@ -56,8 +56,8 @@ int mamba2_forward(model_state *s, const model_block_w *b, block_state *bs, int 
   conv_silu(bs->conv_win, w->conv_w, w->conv_b, d.conv_dim, d.K, n, cv);
 
   for (int t = 0; t < n; t++) {
-    const float *c = cv + t * d.conv_dim;
-    const float *dt = zx + t * d.in_rows + d.d_inner + d.conv_dim;
+    const float *c = cv + t * d.conv_dim;                           /* [conv_dim]: x | B | C */
+    const float *dt = zx + t * d.in_rows + d.d_inner + d.conv_dim; /* [Hm] */
     memcpy(Bm + t * d.G * d.N, c + d.d_inner, (size_t)(d.G * d.N) * sizeof(float));
     memcpy(Cm + t * d.G * d.N, c + d.d_inner + d.G * d.N, (size_t)(d.G * d.N) * sizeof(float));
     for (int64_t h = 0; h < d.Hm; h++) {
@@ -75,9 +75,9 @@ int mamba2_forward(model_state *s, const model_block_w *b, block_state *bs, int 
 
   const int64_t gs = d.d_inner / d.G; /* norm group size: the heads of one B/C group */
   for (int t = 0; t < n; t++) {
-    const float *x = cv + t * d.conv_dim;
-    const float *z = zx + t * d.in_rows;
-    float *ot = o + t * d.d_inner;
+    const float *x = cv + t * d.conv_dim; /* [Hm][P] (first d_inner of x | B | C) */
+    const float *z = zx + t * d.in_rows;  /* [d_inner] */
+    float *ot = o + t * d.d_inner;        /* [Hm][P] */
     for (int64_t h = 0; h < d.Hm; h++)
       for (int64_t p = 0; p < d.P; p++)
         ot[h * d.P + p] = ot[h * d.P + p] + w->D[h] * x[h * d.P + p];

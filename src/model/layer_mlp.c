@@ -101,8 +101,8 @@ void moe_forward(const model *m, const model_block_w *b, int n, const float *u, 
   float wt[MOE_MAX_TOPK];
 
   for (int t = 0; t < n; t++) {
-    const float *ut = u + t * H;
-    float *yt = y + t * H;
+    const float *ut = u + t * H; /* [H] */
+    float *yt = y + t * H;       /* [H] */
     matvec(w->router, ut, r, E, H);
     if (b->kind == BK_QMOE) {
       /* softmax over all experts, top-k of the probabilities, renormalise */
@@ -157,7 +157,7 @@ void moe_forward(const model *m, const model_block_w *b, int n, const float *u, 
     }
     sort_by_expert(idx, wt, k);
 
-    const float *x = ut;
+    const float *x = ut; /* [Din]: the latent input, or u itself */
     if (w->fc1_latent) {
       matvec(w->fc1_latent, ut, xl, Din, H);
       x = xl;

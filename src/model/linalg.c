@@ -19,8 +19,8 @@ float dot_f32(const float *a, const float *b, int64_t n) {
 }
 
 typedef struct {
-  const float *W, *x;
-  float *y;
+  const float *W, *x; /* [rows][cols], [cols] */
+  float *y;           /* [rows] */
   int64_t r0, r1, cols;
 } mv_job;
 

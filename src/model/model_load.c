@@ -59,7 +59,7 @@ static float *load_exact(loader *L, const char *name, int ndim, const int64_t *s
     L->rc = RSSM_ERR_INPUT;
     return NULL;
   }
-  float *out = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *out);
+  float *out = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *out); /* [numel] */
   if (!out) {
     seterr(L->err, L->errlen, "%s: out of memory for tensor '%s' (%" PRId64 " floats)",
            L->m->dir, name, t->numel);
