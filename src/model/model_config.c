@@ -169,6 +169,17 @@ static const char *first_key(const cJSON *obj, const char *const *keys) {
   return NULL;
 }
 
+/* A string key that, when present, must equal `want` (activations the forward hard-codes). */
+static void expect_str(ctx *x, const cJSON *obj, const char *key, const char *want) {
+  const cJSON *v = item(obj, key);
+  if (!v || cJSON_IsNull(v) || x->failed) return;
+  if (!cJSON_IsString(v) || strcmp(v->valuestring, want) != 0) {
+    seterr(x->err, x->errlen, "%s: field %s = %s (expected \"%s\")", x->path, key,
+           cJSON_IsString(v) ? v->valuestring : "(not a string)", want);
+    x->failed = 1;
+  }
+}
+
 #define LIM (INT64_C(1) << 40) /* any real size is far below; keeps products in 64 bits */
 
 static int add_block(model_config *c, int kind, int layer) {
@@ -255,6 +266,7 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
     x->failed = 1;
   }
   c->inter = get_int(x, tc, "intermediate_size", 0, 0, 0, LIM);
+  expect_str(x, tc, "hidden_act", "silu"); /* the MLP and the GDN conv activation */
   c->n_experts = get_int(x, tc, "num_experts", 0, 0, 0, 1 << 20);
   c->topk = get_int(x, tc, "num_experts_per_tok", 0, 0, 0, 1 << 20);
   c->moe_inter = get_int(x, tc, "moe_intermediate_size", 0, 0, 0, LIM);
@@ -348,6 +360,8 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
   static const char *const cb_keys[] = {"use_conv_bias", "mamba_conv_bias", NULL};
   const char *cbk = first_key(root, cb_keys);
   c->m_conv_bias = cbk ? get_bool(x, root, cbk, 1) : 1;
+  expect_str(x, root, "mlp_hidden_act", "relu2");
+  expect_str(x, root, "mamba_hidden_act", "silu");
   if (get_bool(x, root, "use_bias", 0) || get_bool(x, root, "mamba_proj_bias", 0) ||
       get_bool(x, root, "mlp_bias", 0) || get_bool(x, root, "attention_bias", 0)) {
     if (!x->failed)
