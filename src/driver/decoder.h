@@ -71,7 +71,7 @@ struct rssm_decoder {
 };
 
 /* Opens a model by name: "toy:gdn", "toy:mamba2" (optionally ":SEED", e.g. "toy:gdn:7"), or a
- * Hugging Face directory (the model runtime; not connected yet: a clear error). Returns RSSM_OK,
+ * Hugging Face directory (the CPU model runtime, src/model/hf_decoder.h). Returns RSSM_OK,
  * RSSM_ERR_INPUT (unknown toy, missing path, not loadable) or RSSM_ERR_IO. */
 int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen);
 void rssm_model_close(rssm_model *m);

@@ -7,6 +7,7 @@
 #include "src/driver/decoder.h"
 #include "src/driver/toy_model.h"
 #include "src/io/status.h"
+#include "src/model/hf_decoder.h"
 
 int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;
@@ -22,11 +23,8 @@ int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen
              "with config.json, toy:gdn or toy:mamba2)", name);
     return RSSM_ERR_INPUT;
   }
-  /* The CPU model runtime (src/model) is connected through an adapter of decoder.h; until it is,
-   * say so instead of guessing. */
-  snprintf(err, errlen, "model '%s': the model runtime is not connected to the driver yet (use "
-           "toy:gdn or toy:mamba2; docs/driver.md)", name);
-  return RSSM_ERR_INPUT;
+  /* a Hugging Face directory: the CPU model runtime's backend (src/model/hf_decoder.h) */
+  return hf_model_open(name, out, err, errlen);
 }
 
 void rssm_model_close(rssm_model *m) {

@@ -33,7 +33,7 @@ void make_text_stream(const char *path, int64_t n) {
   free(ids);
 }
 
-void write_text(const char *path, const char *text) {
+void put_text(const char *path, const char *text) {
   cr_assert_eq(write_bytes(path, text, strlen(text)), 0, "cannot write %s", path);
 }
 

@@ -10,7 +10,7 @@
 void make_text_stream(const char *path, int64_t n);
 
 /* Write a text file (asserts on failure). */
-void write_text(const char *path, const char *text);
+void put_text(const char *path, const char *text);
 
 /* Run `replayssm ARGS...` (NULL-terminated, without the program) with stderr to err_path;
  * returns the exit status (or -1 when killed/failed). */

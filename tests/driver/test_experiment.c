@@ -26,7 +26,7 @@ TestSuite(experiment, .init = setup, .fini = teardown);
 
 /* Runs the experiment `text`; expects exit 2 and one line containing every needle. */
 static void expect_refused(const char *text, const char *const *needles) {
-  write_text(ini, text);
+  put_text(ini, text);
   const char *args[] = {"run", ini, "--out", outf, "--quiet", NULL};
   int rc = rssm(errf, args);
   char *e = slurp(errf, NULL);
@@ -104,7 +104,7 @@ Test(experiment, other_errors_name_the_line) {
 }
 
 Test(experiment, device_cuda_not_built_yet) {
-  write_text(ini, "model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
+  put_text(ini, "model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
                   "config = replay L=16 ckpt=fp32\n");
   const char *args[] = {"run", ini, "--out", outf, "--device", "cuda", NULL};
   cr_assert_eq(rssm(errf, args), 2);
@@ -114,7 +114,7 @@ Test(experiment, device_cuda_not_built_yet) {
 }
 
 Test(experiment, sweeps_expand_and_text_round_trips) {
-  write_text(ini, "model = toy:mamba2\ntokens = t.tok.zst\nsteps = 10\nsequences = 2\nseed = 9\n"
+  put_text(ini, "model = toy:mamba2\ntokens = t.tok.zst\nsteps = 10\nsequences = 2\nseed = 9\n"
                   "config = conventional state=fp32 name=ref-copy\n"
                   "[sweep window]\ntemplate = replay L={L} ckpt=nvfp4/{rounding}\n"
                   "sweep.L = 4, 8,16\nsweep.rounding = rtn,sr\n"
@@ -131,7 +131,7 @@ Test(experiment, sweeps_expand_and_text_round_trips) {
                         "replay L=8 ckpt=nvfp4/sr", "replay L=16 ckpt=nvfp4", "replay L=16 ckpt=nvfp4/sr"};
   for (int i = 0; i < 6; i++) cr_assert_str_eq(e.configs[2 + i].cfg.name, want[i]);
   char *text = experiment_to_text(&e);
-  write_text(ini, text);
+  put_text(ini, text);
   experiment_init(&back);
   cr_assert_eq(experiment_parse_file(ini, &back, err, sizeof err), RSSM_OK, "%s", err);
   char *text2 = experiment_to_text(&back);

@@ -43,7 +43,7 @@ static void setup(void) {
   dir = tdir_make();
   cr_assert(dir);
   make_text_stream(tpath(toks, dir, "t.tok.zst"), 20000);
-  write_text(tpath(ini, dir, "exp.ini"), EXPERIMENT);
+  put_text(tpath(ini, dir, "exp.ini"), EXPERIMENT);
   tpath(errf, dir, "err.txt");
 }
 static void teardown(void) { tdir_remove(dir); }
