@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/model/model_config.h"
 #include "src/model/safetensors.h"
 #include "tests/cli/cli_test_util.h"
 #include "tests/model/model_test_util.h"
@@ -423,4 +424,30 @@ Test(model_errors, safetensors_random_damage, .init = setup, .fini = teardown) {
   }
   free(bad);
   free(good);
+}
+
+/* Random damage to config.json: parsed or refused with RSSM_ERR_INPUT, never a crash. */
+Test(model_errors, config_random_damage, .init = setup, .fini = teardown) {
+  tt_list nl;
+  char ncfg[8192];
+  tiny_build(TINY_NEMOTRON_H, &nl, ncfg, sizeof ncfg); /* the richer config (Infinity, MoE) */
+  tt_free(&nl);
+  const char *texts[2] = {cfg, ncfg};
+  uint64_t rng = 7;
+  char buf[8192], p[TPATH_MAX];
+  tpath(p, dir, "config.json");
+  for (int it = 0; it < 400; it++) {
+    const char *src = texts[it % 2];
+    size_t n = strlen(src);
+    memcpy(buf, src, n);
+    int flips = 1 + (int)(rng_next(&rng) % 3);
+    for (int f = 0; f < flips; f++) buf[rng_next(&rng) % n] = (char)(32 + rng_next(&rng) % 95);
+    if (rng_next(&rng) % 4 == 0) n = (size_t)(rng_next(&rng) % n);
+    cr_assert_eq(write_bytes(p, buf, n), 0);
+    model_config c;
+    char err[512];
+    int rc = model_config_load(dir, &c, err, sizeof err);
+    cr_assert(rc == RSSM_OK || rc == RSSM_ERR_INPUT, "iteration %d: status %d (%s)", it, rc, err);
+    if (rc == RSSM_OK) model_config_free(&c);
+  }
 }
