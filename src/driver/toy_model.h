@@ -18,7 +18,9 @@
 
 #include "src/driver/decoder.h"
 
-/* name: "gdn" or "mamba2", optionally followed by ":SEED". Returns RSSM_OK or RSSM_ERR_INPUT. */
+/* name: "gdn", "mamba2" or "mamba2-big" (input projections x 1e5: states near 1e6, beyond fp16's
+ * range, so that tests can make a configuration go non-finite), optionally followed by ":SEED".
+ * Returns RSSM_OK or RSSM_ERR_INPUT. */
 int toy_model_open(const char *name, rssm_model **out, char *err, size_t errlen);
 
 #endif

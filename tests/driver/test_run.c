@@ -229,3 +229,37 @@ Test(run, command_line_form_and_mamba2) {
   cr_assert_str_eq(d.model, "toy:mamba2");
   run_data_free(&d);
 }
+
+/* A configuration whose state overflows (fp16 storage of states near 1e6): kl = inf from its
+ * first non-finite step on, first_nonfinite records it, and the others run on unaffected. */
+Test(run, nonfinite_configuration_recorded_others_run_on) {
+  char out[TPATH_MAX], one[TPATH_MAX], err[1024];
+  run_ok((const char *[]){"run", "--model", "toy:mamba2-big", "--tokens", toks, "--config",
+                          "conventional state=fp16", "--config", "replay L=8 ckpt=fp32",
+                          "--steps", "64", "--sequences", "2", "--out", tpath(out, dir, "nf.h5"),
+                          "--quiet", NULL});
+  run_ok((const char *[]){"run", "--model", "toy:mamba2-big", "--tokens", toks, "--config",
+                          "replay L=8 ckpt=fp32", "--steps", "64", "--sequences", "2", "--out",
+                          tpath(one, dir, "one.h5"), "--quiet", NULL});
+  run_data d, e;
+  cr_assert_eq(run_h5_read(out, &d, err, sizeof err), RSSM_OK, "%s", err);
+  cr_assert_eq(run_h5_read(one, &e, err, sizeof err), RSSM_OK, "%s", err);
+  for (int64_t k = 0; k < d.K; k++) {
+    int64_t f = d.cfg[0].first_nonfinite[k];
+    cr_assert(f >= 0 && f < d.N, "sequence %lld: first_nonfinite %lld", (long long)k, (long long)f);
+    for (int64_t t = 0; t < d.N; t++) {
+      float kl = d.cfg[0].kl[k * d.N + t];
+      if (t < f) cr_assert(isfinite(kl), "finite before first_nonfinite");
+      else cr_assert(isinf(kl) && kl > 0, "kl at step %lld is %g, expected inf", (long long)t, kl);
+    }
+    cr_assert_eq(d.cfg[1].first_nonfinite[k], -1);
+  }
+  /* the healthy configuration is exactly what it is alone */
+  cr_assert_eq(memcmp(d.cfg[1].kl, e.cfg[0].kl, (size_t)(d.K * d.N) * sizeof(float)), 0);
+  cr_assert_eq(memcmp(d.ref_nll, e.ref_nll, (size_t)(d.K * d.N) * sizeof(float)), 0);
+  run_data_free(&d);
+  run_data_free(&e);
+  const char *argv[] = {RSSM_BIN, "summary", out, NULL};
+  char sumf[TPATH_MAX];
+  cr_assert_eq(run_prog((char *const *)argv, tpath(sumf, dir, "s.txt"), errf), 0);
+}
