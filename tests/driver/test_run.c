@@ -263,3 +263,22 @@ Test(run, nonfinite_configuration_recorded_others_run_on) {
   char sumf[TPATH_MAX];
   cr_assert_eq(run_prog((char *const *)argv, tpath(sumf, dir, "s.txt"), errf), 0);
 }
+
+/* The lockstep block size changes nothing: spec rounds that straddle a block boundary wait for the
+ * next block whole (blocks of 16, 7 and 99; T = 3 and 4 do not divide 7 or 99). */
+Test(run, block_size_does_not_matter) {
+  char a[TPATH_MAX], b[TPATH_MAX], c[TPATH_MAX], ini2[TPATH_MAX], ini3[TPATH_MAX];
+  char *text = strdup(EXPERIMENT);
+  char *p = strstr(text, "block = 16");
+  cr_assert(p);
+  memcpy(p, "block = 07", 10);
+  put_text(tpath(ini2, dir, "exp7.ini"), text);
+  memcpy(p, "block = 99", 10); /* blocks of 99 and 61 */
+  put_text(tpath(ini3, dir, "exp99.ini"), text);
+  free(text);
+  run_ok((const char *[]){"run", ini, "--out", tpath(a, dir, "b16.h5"), "--quiet", NULL});
+  run_ok((const char *[]){"run", ini2, "--out", tpath(b, dir, "b7.h5"), "--quiet", NULL});
+  run_ok((const char *[]){"run", ini3, "--out", tpath(c, dir, "b99.h5"), "--quiet", NULL});
+  expect_equal(a, b);
+  expect_equal(a, c);
+}
