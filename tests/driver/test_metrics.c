@@ -134,3 +134,44 @@ Test(toy, spec_matches_standard_decoding) {
   rssm_decoder_free(sp);
   rssm_model_close(m);
 }
+
+#include "src/driver/run_data.h"
+#include "src/driver/summary_stats.h"
+
+/* summary_compute against direct formulas on a small run with known values. */
+Test(summary, statistics_by_hand) {
+  run_data d;
+  cr_assert_eq(run_data_alloc(&d, 2, 8, 1), 0);
+  /* kl = 0.1 * (index + 1) over 16 steps; one non-finite step at the end */
+  for (int i = 0; i < 16; i++) {
+    d.cfg[0].kl[i] = 0.1f * (float)(i + 1);
+    d.cfg[0].nll[i] = 2.0f + 0.01f * (float)i;
+    d.ref_nll[i] = 2.0f;
+    d.cfg[0].dp[i] = i % 2 ? 0.02f : -0.02f;
+    d.cfg[0].top1[i] = i < 12;
+  }
+  d.cfg[0].kl[15] = INFINITY;
+  summary_stats s;
+  cr_assert_eq(summary_compute(&d, 0, &s), 0);
+  cr_assert_eq(s.n, 15);
+  cr_assert_eq(s.nonfinite, 1);
+  double mean = 0.1 * (15 * 16 / 2) / 15.0; /* 0.8 */
+  cr_assert(fabs(s.kl_mean - mean) < 1e-6, "%g", s.kl_mean);
+  double var = 0;
+  for (int i = 0; i < 15; i++) var += (0.1 * (i + 1) - mean) * (0.1 * (i + 1) - mean);
+  var /= 14;
+  cr_assert(fabs(s.kl_se - sqrt(var / 15)) < 1e-6, "%g", s.kl_se);
+  cr_assert(fabs(s.kl_median - 0.8) < 1e-6, "%g", s.kl_median);
+  cr_assert(fabs(s.kl_max - 1.5) < 1e-6);
+  cr_assert(fabs(s.kl_p90 - (1.3 + 0.6 * 0.1)) < 1e-6, "p90 %g", s.kl_p90); /* GSL: (n-1) p = 12.6 */
+  cr_assert(fabs(s.dp_rms - 0.02) < 1e-7);
+  cr_assert(fabs(s.top1 - 12.0 / 15.0) < 1e-12);
+  cr_assert(fabs(s.lnppl - 0.07) < 1e-6, "%g", s.lnppl); /* mean of 0.01 i, i = 0..14 */
+  /* buckets of the 1-based position within each row of 8: [1], [2,3], [4..7], [8] */
+  cr_assert_eq(s.nbuckets, 4);
+  double b1 = (0.1 + 0.9) / 2, b4 = (0.4 + 0.5 + 0.6 + 0.7 + 1.2 + 1.3 + 1.4 + 1.5) / 8;
+  cr_assert(fabs(s.bucket_kl[0] - b1) < 1e-6, "%g", s.bucket_kl[0]);
+  cr_assert(fabs(s.bucket_kl[2] - b4) < 1e-6, "%g", s.bucket_kl[2]);
+  cr_assert(fabs(s.bucket_kl[3] - 0.8) < 1e-6, "%g", s.bucket_kl[3]); /* step 8 of row 0 only */
+  run_data_free(&d);
+}

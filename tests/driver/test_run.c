@@ -208,6 +208,14 @@ Test(run, merged_shards_equal_the_whole_run) {
   cr_assert_eq(a.offset, b.offset);
   run_data_free(&a);
   run_data_free(&b);
+  /* shards of different runs are refused, naming the attribute */
+  char other[TPATH_MAX], m3[TPATH_MAX];
+  run_ok((const char *[]){"run", ini, "--out", tpath(other, dir, "o1.h5"), "--shard", "1/2",
+                          "--seed", "77", "--quiet", NULL});
+  cr_assert_eq(rssm(errf, (const char *[]){"merge", tpath(m3, dir, "m3.h5"), s0, other, NULL}), 2);
+  char *e3 = slurp(errf, NULL);
+  cr_assert(is_one_line(e3) && strstr(e3, "seed"), "%s", e3);
+  free(e3);
   /* a missing shard is refused */
   char m2[TPATH_MAX];
   cr_assert_eq(rssm(errf, (const char *[]){"merge", tpath(m2, dir, "m2.h5"), s0, NULL}), 2);

@@ -169,3 +169,32 @@ Test(tokstream, cli_text_and_pg19) {
   }
   rmdir(sub);
 }
+
+Test(tokstream, cli_pg19_errors) {
+  char out[TPATH_MAX], errf[TPATH_MAX], p[TPATH_MAX];
+  tpath(out, dir, "t.tok.zst");
+  tpath(errf, dir, "err.txt");
+  /* no metadata.csv */
+  char *a1[] = {RSSM_BIN, "tokens", "--out", out, "--pg19", (char *)dir, NULL};
+  cr_assert_eq(run_cli(a1, errf), 2);
+  char *e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "metadata.csv"), "%s", e);
+  free(e);
+  /* a line without a numeric id names its line */
+  const char *csv = "1,A,1900,u\ntitle only\n";
+  cr_assert_eq(write_bytes(tpath(p, dir, "metadata.csv"), csv, strlen(csv)), 0);
+  cr_assert_eq(run_cli(a1, errf), 2);
+  e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "metadata.csv:2"), "%s", e);
+  free(e);
+  /* listed books, but none in the split */
+  csv = "1,A,1900,u\n";
+  cr_assert_eq(write_bytes(p, csv, strlen(csv)), 0);
+  cr_assert_eq(run_cli(a1, errf), 2);
+  e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "no book"), "%s", e);
+  free(e);
+  char *a2[] = {RSSM_BIN, "tokens", "--out", out, "--pg19", (char *)dir, "--split", "dev", NULL};
+  cr_assert_eq(run_cli(a2, errf), 2);
+  cr_assert_not(file_exists(out));
+}
