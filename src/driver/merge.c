@@ -8,13 +8,13 @@
 #include "src/io/status.h"
 
 static int same_run(const run_data *a, const run_data *b, const char **what) {
-  if (strcmp(a->model, b->model) || strcmp(a->model_checksum, b->model_checksum)) *what = "model";
-  else if (strcmp(a->tokens_path, b->tokens_path) || strcmp(a->tokens_checksum, b->tokens_checksum)) *what = "tokens";
+  /* by content, not by path: shards may run on machines that mount the data elsewhere */
+  if (strcmp(a->model_checksum, b->model_checksum)) *what = "model_checksum";
+  else if (strcmp(a->tokens_checksum, b->tokens_checksum)) *what = "tokens_checksum";
   else if (a->seed != b->seed) *what = "seed";
   else if (a->N != b->N) *what = "steps";
   else if (a->sequences != b->sequences) *what = "sequences";
   else if (strcmp(a->reference, b->reference)) *what = "reference";
-  else if (strcmp(a->experiment, b->experiment)) *what = "experiment";
   else if (a->nconfig != b->nconfig) *what = "configs";
   else {
     for (int c = 0; c < a->nconfig; c++)

@@ -1,5 +1,8 @@
 /* Joining the shard files of one run (run --shard I/N) into the file an unsharded run would
- * have written: rows concatenated in sequence order, shard "0/1", sequence_offset 0. */
+ * have written: rows concatenated in sequence order, shard "0/1", sequence_offset 0. Shards
+ * belong together when their model and token checksums, seed, steps, sequences, reference and
+ * configurations agree (paths may differ between machines); the merged file's other attributes
+ * (paths, experiment text, version, commit) are shard 0's. */
 #ifndef RSSM_DRIVER_MERGE_H
 #define RSSM_DRIVER_MERGE_H
 
