@@ -465,6 +465,12 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     if (rc == RSSM_OK && r.b0 < r.N && r.b0 - last_ckpt >= e->checkpoint_every) {
       rc = run_ckpt_save(&r, ckpt, err, errlen);
       last_ckpt = r.b0;
+      /* batch jobs (no terminal) get one progress line per checkpoint instead of a bar */
+      if (rc == RSSM_OK && !o->progress && !o->quiet) {
+        double el = now_s() - t0, rate = el > 0 ? (double)(done - done0) / el : 0.0;
+        fprintf(stderr, "replayssm run: step %lld of %lld, %.1f steps/s, checkpoint %s\n",
+                (long long)done, (long long)r.N, rate, ckpt);
+      }
     }
     if (o->progress) progress(done, r.N, done0, t0);
     if (++blocks == kill_after) raise(SIGKILL); /* tests: die between two blocks */
