@@ -135,7 +135,8 @@ def theory_section(attrs, rows):
             f"(measured; predicted in brackets, after the {attrs.get('steps')} simulated steps; "
             "the stationary limits are larger where n(1 - a) < "
             f"{attrs.get('horizons')}):", "",
-            "| format | split Var D | conventional / split | replay / split |", "|---|---|---|---|"]
+            "| format | split Var D | conventional / split | replay / split | stationary limits "
+            "1/(1-a^2), 1/(1-a^2L) |", "|---|---|---|---|---|"]
     for f in dict.fromkeys(plot_theory.fmt_name(r) for r in rows):
         sel = {r["mode"]: r for r in rows if plot_theory.fmt_name(r) == f and r["regime"] == "iid"
                and (r["mode"] == "split" or r["alpha"] == amax)}
@@ -146,7 +147,9 @@ def theory_section(attrs, rows):
         for m in ("conventional", "replay"):
             cells.append(f"{sel[m]['meas_var'] / s['meas_var']:.3g} "
                          f"({sel[m]['pred_var'] / s['pred_var']:.3g})")
-        out.append(f"| `{f}` | {s['meas_var']:.3g} | {cells[0]} | {cells[1]} |")
+        lims = ", ".join(f"{sel[m]['lim_var'] / sel[m]['s2']:.3g}"
+                         for m in ("conventional", "replay"))
+        out.append(f"| `{f}` | {s['meas_var']:.3g} | {cells[0]} | {cells[1]} | {lims} |")
     return out
 
 
@@ -220,8 +223,9 @@ def build(theory_path, run_paths, out_path):
           "s2, Var D -> s2/(1 - alpha^2); a shared checkpoint flushed every L steps gives "
           "b/(1 - alpha^L) and s2/(1 - alpha^2L); split precision is one rounding, independent "
           "of the length.", "",
-          "This project: `replayssm theory` (docs/theory.md; figure `theory.png`, table "
-          "`theory.csv`).", ""]
+          "This project: `replayssm theory --out theory.h5` with the parameters below "
+          "(deterministic for a given seed; docs/theory.md; figure `theory.png`, table "
+          "`theory.csv` from `analysis/plot_theory.py`).", ""]
     L += theory_section(attrs, trows)
     fails = [r for r in trows if r["assumption"] == "holds" and r["resolved"] and not r["agrees"]]
     judged = [r for r in trows if r["assumption"] == "holds" and r["resolved"]]

@@ -54,8 +54,8 @@ def plot(run, rows, path):
     byg = {}
     for r in rows:
         byg.setdefault(r[0], []).append(r)
-    panels = ((axes[0], 4, 5, 6, "all steps"),
-              (axes[1], 9, 10, 11, f"lengths {rows[0][7]}..{rows[0][8]}" if rows else "last bucket"))
+    last = f"lengths {rows[0][7]}..{rows[0][8]}" if rows else "last bucket"
+    panels = ((axes[0], 4, 5, 6, "all steps"), (axes[1], 9, 10, 11, last))
     for ax, im, ise, inf, title in panels:
         for i, (g, rs) in enumerate(byg.items()):
             color = f"C{i % 10}"

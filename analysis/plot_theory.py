@@ -22,8 +22,8 @@ import rssm_common as rc  # noqa: E402
 
 STR_COLS = ["format", "rounding", "regime", "mode", "assumption", "why"]
 NUM_COLS = ["alpha", "a_eff", "events", "stationary", "b", "s2", "pred_mean", "meas_mean",
-            "pred_var", "meas_var", "se_mean", "se_var", "rel_mean", "rel_var", "corr", "corr_se",
-            "elem_s2_cv", "agrees", "resolved"]
+            "lim_mean", "lim_var", "pred_var", "meas_var", "se_mean", "se_var", "rel_mean",
+            "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved"]
 REGIMES = ["iid", "fixed", "ar1"]
 MODES = ["conventional", "replay", "split"]
 

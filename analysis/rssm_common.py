@@ -42,7 +42,7 @@ FORMAT_KEYS = ("state", "ckpt", "hp", "lp")
 
 
 def parse_spec(spec):
-    """'replay L=16 ckpt=nvfp4/sr' -> ('replay', {'L': '16', 'ckpt': 'nvfp4/sr'}), key order kept."""
+    """'replay L=16 ckpt=nvfp4/sr' -> ('replay', {'L': '16', 'ckpt': 'nvfp4/sr'}), in order."""
     words = spec.split()
     if not words:
         raise ValueError("empty configuration string")
@@ -231,7 +231,8 @@ def window_stats(kl, lo, hi):
     vals = block[finite]
     mean = float(vals.mean()) if vals.size else float("nan")
     per_seq = [float(row[np.isfinite(row)].mean()) for row in block if np.isfinite(row).any()]
-    se = float(np.std(per_seq, ddof=1) / math.sqrt(len(per_seq))) if len(per_seq) > 1 else float("nan")
+    se = (float(np.std(per_seq, ddof=1) / math.sqrt(len(per_seq))) if len(per_seq) > 1
+          else float("nan"))
     return {"mean": mean, "se": se, "nonfinite": nonfinite, "steps": int(block.size),
             "median": float(np.median(vals)) if vals.size else float("nan"),
             "p90": float(np.percentile(vals, 90)) if vals.size else float("nan"),

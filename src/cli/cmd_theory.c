@@ -81,6 +81,18 @@ static int parse_long(const char *v, long lo, long hi, long *out) {
   return 0;
 }
 
+/* An integer option in [lo, hi] into *out; returns 0, or the exit status 2 after the message. */
+static int int_opt(const char *opt, const char *v, long lo, long hi, int *out) {
+  long x;
+  char expected[64];
+  if (parse_long(v, lo, hi, &x) != 0) {
+    snprintf(expected, sizeof expected, "an integer in [%ld, %ld]", lo, hi);
+    return bad(opt, v, expected);
+  }
+  *out = (int)x;
+  return 0;
+}
+
 static int parse_double(const char *v, double lo, double hi, double *out) {
   char *end;
   double x = strtod(v, &end);
@@ -176,28 +188,26 @@ static int parse_args(int argc, char **argv, th_args *a) {
       if (r > 0 && parse_long(v, 1, TH_MAX_ALPHA, &nalpha) != 0)
         return bad("--alphas", v, "an integer in [1, 32]");
     } else if (OPT("--steps")) {
-      if (r > 0 && parse_long(v, 1, 1L << 30, &x) != 0) return bad("--steps", v, "an integer >= 1");
+      if (r > 0 && parse_long(v, 1, 1L << 30, &x) != 0)
+        return bad("--steps", v, "an integer in [1, 2^30]");
       if (r > 0) p->max_steps = x;
     } else if (OPT("--horizons")) {
       if (r > 0 && parse_double(v, 0.1, 100.0, &p->horizons) != 0)
         return bad("--horizons", v, "a number in [0.1, 100]");
     } else if (OPT("--matrices")) {
-      if (r > 0 && parse_long(v, 1, 1 << 16, &x) != 0) return bad("--matrices", v, "an integer in [1, 65536]");
-      if (r > 0) p->nmat = (int)x;
+      if (r > 0 && int_opt("--matrices", v, 1, 1 << 16, &p->nmat) != 0) return 2;
     } else if (OPT("--dv")) {
-      if (r > 0 && parse_long(v, 1, 4096, &x) != 0) return bad("--dv", v, "an integer in [1, 4096]");
-      if (r > 0) p->dv = (int)x;
+      if (r > 0 && int_opt("--dv", v, 1, 4096, &p->dv) != 0) return 2;
     } else if (OPT("--dk")) {
-      if (r > 0 && parse_long(v, 1, 4096, &x) != 0) return bad("--dk", v, "an integer in [1, 4096]");
-      if (r > 0) p->dk = (int)x;
+      if (r > 0 && int_opt("--dk", v, 1, 4096, &p->dk) != 0) return 2;
     } else if (OPT("--L")) {
-      if (r > 0 && parse_long(v, 1, 4096, &x) != 0) return bad("--L", v, "an integer in [1, 4096]");
-      if (r > 0) p->L = (int)x;
+      if (r > 0 && int_opt("--L", v, 1, 4096, &p->L) != 0) return 2;
     } else if (OPT("--rho")) {
       if (r > 0 && parse_double(v, 0.0, 0.999999, &p->rho) != 0)
         return bad("--rho", v, "a number in [0, 0.999999]");
     } else if (OPT("--tol")) {
-      if (r > 0 && parse_double(v, 1e-6, 1.0, &p->tol) != 0) return bad("--tol", v, "a number in (0, 1]");
+      if (r > 0 && parse_double(v, 1e-6, 1.0, &p->tol) != 0)
+        return bad("--tol", v, "a number in (0, 1]");
     } else if (OPT("--seed")) {
       if (r > 0 && cli_parse_u64(v, &p->seed) != 0)
         return bad("--seed", v, "a decimal or 0x-hex uint64");
@@ -230,7 +240,8 @@ static int parse_args(int argc, char **argv, th_args *a) {
     cli_error("theory", "--formats '%s': %s", formats, fc.err[0] ? fc.err : "empty item");
     return 2;
   }
-  if (each_item(regimes, add_regime, a) != 0) return bad("--regimes", regimes, "a list of iid, fixed, ar1");
+  if (each_item(regimes, add_regime, a) != 0)
+    return bad("--regimes", regimes, "a list of iid, fixed, ar1");
   if ((int64_t)p->dv * p->dk < 2) {
     cli_error("theory", "--dv x --dk must be at least 2 elements");
     return 2;

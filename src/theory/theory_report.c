@@ -42,7 +42,9 @@ static void group_line(FILE *out, const th_result *res, size_t i, size_t j) {
     worst_v = fmax(worst_v, res->rows[k].rel_var);
   }
   int n = (int)(j - i);
-  const char *verdict = holds == n ? (agree == n ? "ok" : unres + agree == n ? "unresolved" : "FAIL")
+  const char *verdict = holds == n   ? (agree == n           ? "ok"
+                                        : unres + agree == n ? "unresolved"
+                                                             : "FAIL")
                         : holds == 0 ? (agree == n ? "agrees anyway" : "differs, as expected")
                                      : "mixed";
   fprintf(out, "%-14s %-6s %-12s %3d/%-3d %6d/%-3d %9.2f%% %9.2f%%  %-9s %s\n", f,

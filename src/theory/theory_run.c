@@ -147,7 +147,8 @@ static void d_stats(const ctx *c, const double *d, double *mean, double *var, do
   int nm = c->p->nmat;
   *mean = gsl_stats_mean(d, 1, (size_t)c->n);
   *var = gsl_stats_variance_m(d, 1, (size_t)c->n, *mean);
-  for (int m = 0; m < nm; m++) c->stat[m] = gsl_stats_mean(d + m * c->per_mat, 1, (size_t)c->per_mat);
+  for (int m = 0; m < nm; m++)
+    c->stat[m] = gsl_stats_mean(d + m * c->per_mat, 1, (size_t)c->per_mat);
   *se_mean = nm > 1 ? gsl_stats_sd(c->stat, 1, (size_t)nm) / sqrt((double)nm) : NAN;
   for (int m = 0; m < nm; m++)
     c->stat[m] = gsl_stats_variance(d + m * c->per_mat, 1, (size_t)c->per_mat);
