@@ -23,7 +23,9 @@ void metrics_step(const float *logp_ref, int64_t argmax_ref, const float *logp_c
   double kl = 0.0;
   for (int64_t i = 0; i < V; i++) {
     float p = expf(logp_ref[i]);
-    kl += (double)p * ((double)logp_ref[i] - (double)logp_cfg[i]);
+    double d = (double)logp_ref[i] - (double)logp_cfg[i];
+    double term = (double)p * (expm1(-d) + d); /* >= 0 in exact arithmetic (metrics.h) */
+    if (term > 0.0) kl += term;
   }
   out->kl = (float)kl;
   out->nll = -logp_cfg[target];

@@ -2,9 +2,15 @@
  *
  * log-softmax over the V logits in fp32 with the maximum subtracted; the normaliser's sum of
  * exponentials is accumulated in fp64 (then its log rounded to fp32), and so is the KL sum.
- * kl = sum_i p_ref(i) (log p_ref(i) - log p_cfg(i)) in nats, no floor and no clamp (rounding can
- * make an exactly-zero KL come out as -1e-9 or so); nll = -log p_cfg(target); dp = p_cfg(target) -
- * p_ref(target); top1 = whether the argmaxes (first index on ties) agree. */
+ * kl = sum_i p_ref(i) (log p_ref(i) - log p_cfg(i)) in nats, no floor on probabilities, computed
+ * in the equivalent form sum_i p_ref(i) (exp(-d_i) - 1 + d_i) with d_i = log p_ref(i) - log
+ * p_cfg(i): the added terms sum to sum p_cfg - sum p_ref = 0 for normalised distributions, and
+ * every term is >= 0 (e^-x - 1 + x >= 0), so rounding can no longer push a near-zero KL below
+ * zero. The fp32 normalisation error of log p_cfg then enters to second order instead of first
+ * (that form is the generalised KL of the two measures). Terms that round below zero (|d| below
+ * ~1e-16, where the term is ~1e-32) count as 0.
+ * nll = -log p_cfg(target); dp = p_cfg(target) - p_ref(target); top1 = whether the argmaxes
+ * (first index on ties) agree. */
 #ifndef RSSM_DRIVER_METRICS_H
 #define RSSM_DRIVER_METRICS_H
 

@@ -43,8 +43,11 @@ Test(metrics, match_double_reference_and_kl_nonnegative) {
       kl += pa * ((a[i] - ma - log(za)) - (b[i] - mb - log(zb)));
     }
     double nll = -(b[target] - mb - log(zb));
-    cr_assert(m.kl >= -1e-6, "KL %.3e is negative beyond rounding", m.kl);
+    cr_assert(m.kl >= 0.0f, "KL %.3e is negative", m.kl);
     cr_assert(fabs(m.kl - kl) <= 1e-6 + 1e-4 * kl, "kl %.9g vs double %.9g", m.kl, kl);
+    /* near the reference the true KL is ~1e-13: the fp32 normaliser's error (~6e-8) must not
+       show up to first order, as it would with the plain sum */
+    if (eps < 1e-3) cr_assert(m.kl <= 1e-10, "near-identical KL %.3e", m.kl);
     cr_assert(fabs(m.nll - nll) <= 1e-5 * (1 + nll), "nll %.9g vs %.9g", m.nll, nll);
   }
   /* identical logits: exactly zero */
