@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Measured against predicted for `replayssm theory` (Appendix C.6; docs/theory.md).
 
-    /usr/bin/python3 analysis/plot_theory.py THEORY.h5 --out-dir DIR
+    /usr/bin/python3 analysis/plot_theory.py THEORY.h5 [THEORY.h5 ...] --out-dir DIR
+
+Several files (say the default grid and a `--regimes closed` run) are read as one table.
 
 Writes DIR/theory.png (left: measured against predicted variance of D, every comparison, coloured
 by whether the model's assumptions hold; right: measured/predicted variance against 1 - alpha for
@@ -24,7 +26,8 @@ STR_COLS = ["format", "rounding", "regime", "mode", "assumption", "why"]
 NUM_COLS = ["alpha", "a_eff", "events", "stationary", "b", "s2", "pred_mean", "meas_mean",
             "lim_mean", "lim_var", "pred_var", "meas_var", "se_mean", "se_var", "rel_mean",
             "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved"]
-REGIMES = ["iid", "fixed", "ar1"]
+OPTIONAL_COLS = ["kappa", "kappa_se"]  # files from before the closed regime lack them
+REGIMES = ["iid", "fixed", "ar1", "closed"]
 MODES = ["conventional", "replay", "split"]
 
 
@@ -52,9 +55,30 @@ def load(path):
             n = v.shape[0]
             cols[name] = ([x.decode() if isinstance(x, bytes) else str(x) for x in v]
                           if name in STR_COLS else np.asarray(v, dtype=np.float64))
+        for name in OPTIONAL_COLS:
+            cols[name] = (np.asarray(g[name][...], dtype=np.float64) if name in g
+                          else np.full(n, np.nan))
         attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
     rows = [{k: cols[k][i] for k in cols} for i in range(n)]
     return attrs, rows
+
+
+def load_many(paths):
+    """[attrs of each file], rows of all files (each row knows its file's index as 'src')."""
+    all_attrs, all_rows = [], []
+    for i, path in enumerate(paths):
+        attrs, rows = load(path)
+        for r in rows:
+            r["src"] = i
+        all_attrs.append(attrs)
+        all_rows += rows
+    return all_attrs, all_rows
+
+
+def describe(attrs):
+    return (f"{attrs.get('nmat')} matrices of {attrs.get('dv')} x {attrs.get('dk')} elements per "
+            f"step, up to {attrs.get('steps')} steps, L = {attrs.get('L')}, "
+            f"rho = {attrs.get('rho')}, seed {attrs.get('seed')}")
 
 
 def fmt_name(r):
@@ -62,10 +86,10 @@ def fmt_name(r):
 
 
 def write_csv(rows, path):
-    header = STR_COLS[:5] + NUM_COLS
+    header = STR_COLS[:5] + NUM_COLS + OPTIONAL_COLS
     body = [[r[k] for k in STR_COLS[:5]] +
             [rc.num(r[k]) if k not in ("events", "stationary", "agrees", "resolved")
-             else int(r[k]) for k in NUM_COLS] for r in rows]
+             else int(r[k]) for k in NUM_COLS + OPTIONAL_COLS] for r in rows]
     rc.write_csv(path, header, body)
 
 
@@ -86,7 +110,9 @@ def cell(rs):
     return txt
 
 
-def markdown(attrs, rows):
+def markdown(attrs_list, rows):
+    """attrs_list: the root attributes of each file the rows came from."""
+    attrs = attrs_list[0]
     fmts = []
     for r in rows:
         if fmt_name(r) not in fmts:
@@ -96,9 +122,9 @@ def markdown(attrs, rows):
     tol = float(attrs.get("tol", 0.05))
     out = [f"Agreement of the measured mean and variance of D with the Appendix C.6 predictions, "
            f"within {tol:.0%}: alphas agreeing / alphas compared (split: one comparison). "
-           f"{attrs.get('nmat')} matrices of {attrs.get('dv')} x {attrs.get('dk')} elements per "
-           f"step, {attrs.get('steps')} steps, L = {attrs.get('L')}, rho = {attrs.get('rho')}, "
-           f"seed {attrs.get('seed')}. '(violated)': the regime breaks the model's assumptions "
+           + "; ".join(f"{', '.join(sorted({r['regime'] for r in rows if r['src'] == i}))}: "
+                       f"{describe(a)}" for i, a in enumerate(attrs_list)) +
+           ". '(violated)': the regime breaks the model's assumptions "
            "there (reasons below); '[unresolved]': standard errors too large to judge "
            f"{tol:.0%}.", ""]
     head = ["format"] + [f"{g} {m}" for g, m in present]
@@ -122,18 +148,20 @@ def markdown(attrs, rows):
     if whys:
         out += ["", "Where the assumptions do not hold, and why:", ""]
         out += [f"- {w}" for w in whys]
-    # the size of the effect where it fails: worst measured/predicted variance per regime
-    out += ["", "Largest measured/predicted variance of D where the assumptions are violated:", ""]
+    # the size of the effect where it fails: the measured/predicted variance furthest from 1
+    out += ["", "Measured/predicted variance of D furthest from 1 where the assumptions are "
+            "violated (above 1: correlated errors add up; below 1: the error acts as extra "
+            "decay):", ""]
     worst = {}
     for r in rows:
-        if r["assumption"] == "holds" or r["pred_var"] <= 0:
+        if r["assumption"] == "holds" or r["pred_var"] <= 0 or r["meas_var"] <= 0:
             continue
         k = (fmt_name(r), r["regime"], r["mode"])
         ratio = r["meas_var"] / r["pred_var"]
-        if k not in worst or ratio > worst[k][0]:
+        if k not in worst or abs(np.log(ratio)) > abs(np.log(worst[k][0])):
             worst[k] = (ratio, r["alpha"])
     if worst:
-        out.append("| format | regime | mode | max Var ratio | at alpha |")
+        out.append("| format | regime | mode | Var ratio | at alpha |")
         out.append("|---|---|---|---|---|")
         for (f, g, m), (ratio, a) in worst.items():
             out.append(f"| `{f}` | {g} | {m} | {ratio:.3g} | {a:.6g} |")
@@ -190,12 +218,12 @@ def plot(rows, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("theory", help="HDF5 written by replayssm theory --out")
+    ap.add_argument("theory", nargs="+", help="HDF5 written by replayssm theory --out")
     ap.add_argument("--out-dir", required=True)
     a = ap.parse_args()
-    attrs, rows = load(a.theory)
+    attrs, rows = load_many(a.theory)
     if not rows:
-        raise rc.InputError(f"{a.theory}: /rows is empty (expected at least one comparison)")
+        raise rc.InputError(f"{a.theory[0]}: /rows is empty (expected at least one comparison)")
     rc.ensure_dir(a.out_dir)
     write_csv(rows, os.path.join(a.out_dir, "theory.csv"))
     rc.write_text(os.path.join(a.out_dir, "theory.md"), markdown(attrs, rows))

@@ -30,7 +30,8 @@ static void print_help(void) {
          "per window (a = alpha^L), split precision once in all (D = e). e = Q(S) - S comes from\n"
          "the real quantisers on realistic state matrices, every element one trial, under three\n"
          "regimes: iid (a fresh state each step), fixed (the same state each step) and ar1 (a\n"
-         "slowly moving state). Prints one line per format/regime/mode and the verdict; the exit\n"
+         "slowly moving state), and on request closed (the real quantised recurrence, where e\n"
+         "feeds back). Prints one line per format/regime/mode and the verdict; the exit\n"
          "status is 0 when it ran, whatever the verdict (the test suite asserts the verdict).\n"
          "\n"
          "  --out FILE      HDF5 with every comparison (analysis/plot_theory.py plots it)\n"
@@ -38,7 +39,8 @@ static void print_help(void) {
          "                  " DEFAULT_FORMATS "); without /rtn or /sr each is run with every\n"
          "                  rounding of --roundings\n"
          "  --roundings R   rtn, sr or rtn,sr (default rtn,sr)\n"
-         "  --regimes LIST  iid, fixed, ar1 (default all three)\n"
+         "  --regimes LIST  iid, fixed, ar1, closed (default iid,fixed,ar1; closed runs the\n"
+         "                  real recurrence, one stream per alpha: alphas times the cost)\n"
          "  --alpha-min A, --alpha-max A, --alphas N\n"
          "                  N decays with 1 - alpha log-spaced (default 0.9 .. 0.99999, 9)\n"
          "  --steps N       most steps simulated (default 2048); each run wants\n"
@@ -241,7 +243,7 @@ static int parse_args(int argc, char **argv, th_args *a) {
     return 2;
   }
   if (each_item(regimes, add_regime, a) != 0)
-    return bad("--regimes", regimes, "a list of iid, fixed, ar1");
+    return bad("--regimes", regimes, "a list of iid, fixed, ar1, closed");
   if ((int64_t)p->dv * p->dk < 2) {
     cli_error("theory", "--dv x --dk must be at least 2 elements");
     return 2;

@@ -18,8 +18,11 @@
  *          depends on where its value sits between two grid points);
  *   ar1    a slowly moving state S_t = rho S_{t-1} + sqrt(1 - rho^2) W_t: RTN errors stay
  *          correlated while the value moves less than a grid cell per step.
- * All alphas share one error stream per (format, rounding, regime); D is accumulated for every
- * alpha and both accumulation modes at once. */
+ *   closed the real recurrence: the stored state is S_t = Q(alpha S_(t-1) + input_t) against the
+ *          exact X_t = alpha X_(t-1) + input_t, so e feeds back through the state it rounds
+ *          (one stream per alpha: alpha times the cost, so not in the default grid).
+ * In the open-loop regimes all alphas share one error stream per (format, rounding, regime); D is
+ * accumulated for every alpha and both accumulation modes at once. */
 #ifndef RSSM_THEORY_THEORY_H
 #define RSSM_THEORY_THEORY_H
 
@@ -28,7 +31,7 @@
 
 #include "quant/format.h"
 
-typedef enum { TH_IID = 0, TH_FIXED, TH_AR1, TH_NREGIME } th_regime;
+typedef enum { TH_IID = 0, TH_FIXED, TH_AR1, TH_CLOSED, TH_NREGIME } th_regime;
 typedef enum { TH_CONVENTIONAL = 0, TH_REPLAY, TH_SPLIT, TH_NMODE } th_mode;
 /* Whether the regime satisfies the model's assumptions for this rounding. */
 typedef enum { TH_HOLDS = 0, TH_VIOLATED, TH_UNCERTAIN } th_assumption;
@@ -76,6 +79,9 @@ typedef struct {
                         tell a 5% disagreement from noise (heavy-tailed errors may not) */
   const char *why;   /* why the assumptions hold or not (static text) */
   double corr, corr_se; /* lag-1 autocorrelation of e over steps, and its standard error */
+  double kappa, kappa_se; /* closed regime: 2 a Cov(D_(n-1), e_n) / s2, weighted like Var D
+                             (a^2(n-1-j) for rounding j): the relative change of Var D that the
+                             correlation of e with the accumulated D causes; NaN elsewhere */
   double elem_s2_cv; /* fixed regime: coefficient of variation of the per-element error variance
                         over steps (0 for a constant-variance error); NaN elsewhere */
 } th_row;
@@ -89,8 +95,8 @@ typedef struct {
 /* Steps that p asks for: ceil(horizons / (1 - max alpha)), a multiple of L, capped. */
 int64_t th_steps(const th_params *p);
 
-/* Runs one (format, regime) and appends 2 * nalpha + 1 rows. Returns 0, or -1 with a one-line
- * reason in err (out of memory). */
+/* Runs one (format, regime) and appends 2 * nalpha + 1 rows (closed: 3 * nalpha, a split row per
+ * alpha). Returns 0, or -1 with a one-line reason in err (out of memory). */
 int th_run(const th_params *p, const qformat *fmt, th_regime regime, th_result *res, char *err,
            size_t errlen);
 void th_result_free(th_result *res);

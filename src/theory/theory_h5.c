@@ -81,13 +81,13 @@ static double num_of(const th_row *r, int col) {
   const double v[] = {r->alpha,     r->a_eff,    r->b,        r->s2,       r->pred_mean,
                       r->pred_var,  r->lim_mean, r->lim_var,  r->meas_mean, r->meas_var,
                       r->se_mean,   r->se_var,   r->rel_mean, r->rel_var,  r->elem_s2_cv,
-                      r->corr,      r->corr_se};
+                      r->corr,      r->corr_se,  r->kappa,    r->kappa_se};
   return v[col];
 }
 static const char *const num_names[] = {"alpha", "a_eff", "b", "s2", "pred_mean", "pred_var",
                                         "lim_mean", "lim_var", "meas_mean", "meas_var", "se_mean",
                                         "se_var", "rel_mean", "rel_var", "elem_s2_cv",
-                                        "corr", "corr_se"};
+                                        "corr", "corr_se", "kappa", "kappa_se"};
 
 static int write_rows(hid_t f, const th_result *res) {
   hid_t g = H5Gcreate2(f, "rows", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

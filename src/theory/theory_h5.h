@@ -4,7 +4,8 @@
  *   /rows/  one entry per comparison, parallel 1-D datasets of length R:
  *     format, rounding, regime, mode, assumption, why     fixed-length strings
  *     alpha (NaN for split), a_eff, b, s2, pred_mean, pred_var, lim_mean, lim_var, meas_mean,
- *     meas_var, se_mean, se_var, rel_mean, rel_var, elem_s2_cv, corr, corr_se    float64
+ *     meas_var, se_mean, se_var, rel_mean, rel_var, elem_s2_cv, corr, corr_se, kappa,
+ *     kappa_se    float64
  *     events int64; stationary, agrees, resolved uint8
  * Written under a temporary name, synced and renamed into place. */
 #ifndef RSSM_THEORY_THEORY_H5_H

@@ -8,10 +8,11 @@ static void row_line(FILE *out, const th_row *r) {
   char f[48];
   qformat_to_string(&r->fmt, f, sizeof f);
   fprintf(out, "%-14s %-6s %-12s %9.6g %8lld %-4s %11.4e %11.4e %11.4e %11.4e %7.2f%% %7.2f%% "
-               "%6.2f%% %8.1e %-9s %s\n",
+               "%6.2f%% %8.1e %8.1e %-9s %s\n",
           f, th_regime_name(r->regime), th_mode_name(r->mode), r->alpha, (long long)r->events,
           r->stationary ? "yes" : "no", r->pred_mean, r->meas_mean, r->pred_var, r->meas_var,
           100.0 * r->rel_mean, 100.0 * r->rel_var, 100.0 * r->se_var / r->pred_var, r->corr,
+          r->kappa,
           th_assumption_name(r->assumption),
           r->agrees ? "agrees" : r->resolved ? "DIFFERS" : "differs (unresolved)");
 }
@@ -30,7 +31,7 @@ static void group_line(FILE *out, const th_result *res, size_t i, size_t j) {
   const th_row *a = &res->rows[i];
   char f[48];
   qformat_to_string(&a->fmt, f, sizeof f);
-  int agree = 0, stat = 0, holds = 0, unres = 0;
+  int agree = 0, stat = 0, holds = 0, unres = 0, holds_ok = 0;
   double worst_m = 0.0, worst_v = 0.0;
   for (size_t k = i; k < j; k++) {
     agree += res->rows[k].agrees;
@@ -38,6 +39,7 @@ static void group_line(FILE *out, const th_result *res, size_t i, size_t j) {
     holds += res->rows[k].assumption == TH_HOLDS;
     unres += res->rows[k].assumption == TH_HOLDS && !res->rows[k].resolved &&
              !res->rows[k].agrees;
+    holds_ok += res->rows[k].assumption == TH_HOLDS && res->rows[k].agrees;
     worst_m = fmax(worst_m, res->rows[k].rel_mean);
     worst_v = fmax(worst_v, res->rows[k].rel_var);
   }
@@ -46,10 +48,13 @@ static void group_line(FILE *out, const th_result *res, size_t i, size_t j) {
                                         : unres + agree == n ? "unresolved"
                                                              : "FAIL")
                         : holds == 0 ? (agree == n ? "agrees anyway" : "differs, as expected")
-                                     : "mixed";
+                        : holds_ok + unres == holds ? "ok where they hold"
+                                                    : "FAIL where they hold";
+  const char *assume = holds == n ? "holds" : holds == 0 ? th_assumption_name(a->assumption)
+                                                        : "mixed";
   fprintf(out, "%-14s %-6s %-12s %3d/%-3d %6d/%-3d %9.2f%% %9.2f%%  %-9s %s\n", f,
           th_regime_name(a->regime), th_mode_name(a->mode), agree, n, stat, n, 100.0 * worst_m,
-          100.0 * worst_v, th_assumption_name(a->assumption), verdict);
+          100.0 * worst_v, assume, verdict);
 }
 
 void th_report(FILE *out, const th_params *p, const th_result *res, int verbose) {
@@ -61,9 +66,10 @@ void th_report(FILE *out, const th_params *p, const th_result *res, int verbose)
                "('stationary': n(1-a) >= %g, where they equal the limits b/(1-a), s2/(1-a^2));\n"
                "mean error in units of max(|E D|, sd D)\n", p->horizons);
   if (verbose) {
-    fprintf(out, "%-14s %-6s %-12s %9s %8s %-4s %11s %11s %11s %11s %8s %8s %7s %8s %-9s %s\n",
+    fprintf(out,
+            "%-14s %-6s %-12s %9s %8s %-4s %11s %11s %11s %11s %8s %8s %7s %8s %8s %-9s %s\n",
             "format", "regime", "mode", "alpha", "n", "stat", "pred_mean", "meas_mean", "pred_var",
-            "meas_var", "err_mean", "err_var", "se_var", "lag1", "assume", "result");
+            "meas_var", "err_mean", "err_var", "se_var", "lag1", "kappa", "assume", "result");
     for (size_t i = 0; i < res->n; i++) row_line(out, &res->rows[i]);
     fprintf(out, "\n");
   }

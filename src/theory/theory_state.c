@@ -81,8 +81,8 @@ void th_state_next(th_state *s, int64_t t) {
     /* a row keeps its magnitude over time, as a real state's rows do */
     fresh_rowscales(s);
     fresh_field(s, s->z);
-  } else if (s->regime == TH_IID) {
-    fresh_field(s, s->z);
+  } else if (s->regime == TH_IID || s->regime == TH_CLOSED) {
+    fresh_field(s, s->z); /* closed: z is the new input, the recurrence lives in the caller */
   } else if (s->regime == TH_AR1) {
     fresh_field(s, s->w);
     double c = sqrt(1.0 - s->rho * s->rho);

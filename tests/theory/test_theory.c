@@ -120,6 +120,38 @@ Test(theory, replay_rounds_once_per_window) {
   th_result_free(&res);
 }
 
+/* The real recurrence: SR's errors feed back but stay uncorrelated with the accumulated D (fp8
+ * has no clamped block maxima), so the model holds; RTN's stall (alpha*S rounding back to S) makes
+ * e correlated with D, which kappa measures and the variance shows. */
+Test(theory, closed_loop_sr_holds_rtn_stalls) {
+  th_params p = small_grid();
+  p.nalpha = 2;
+  p.alpha[0] = 0.9;
+  p.alpha[1] = 0.99;
+  th_result sr = {0}, rtn = {0};
+  qformat f;
+  char err[256];
+  cr_assert_eq(qformat_parse("fp8/sr", &f, err, sizeof err), 0);
+  cr_assert_eq(th_run(&p, &f, TH_CLOSED, &sr, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(sr.n, (size_t)(3 * p.nalpha));
+  for (size_t i = 0; i < sr.n; i++) cr_expect_eq(sr.rows[i].mode, (th_mode)(i / p.nalpha));
+  expect_agreement(&sr, "fp8/sr closed");
+  p.nalpha = 1;
+  p.alpha[0] = 0.999;
+  cr_assert_eq(qformat_parse("fp8", &f, err, sizeof err), 0);
+  cr_assert_eq(th_run(&p, &f, TH_CLOSED, &rtn, err, sizeof err), 0, "%s", err);
+  const th_row *c = &rtn.rows[0];
+  cr_expect_eq(c->mode, TH_CONVENTIONAL);
+  cr_expect_eq(c->assumption, TH_VIOLATED, "fp8 RTN closed alpha 0.999: kappa %.3g +- %.2g",
+               c->kappa, c->kappa_se);
+  cr_expect_gt(c->kappa, 0.5, "kappa %.3g", c->kappa);
+  cr_expect_gt(c->meas_var, 1.5 * c->pred_var, "Var %.4g vs %.4g", c->meas_var, c->pred_var);
+  cr_expect_eq(rtn.rows[2].mode, TH_SPLIT);
+  cr_expect(rtn.rows[2].agrees, "split of the exact state: one rounding");
+  th_result_free(&sr);
+  th_result_free(&rtn);
+}
+
 /* The command itself: a tiny grid to HDF5, the summary on stdout, and a one-line usage error. */
 Test(theory, command_line) {
   const char *dir = tdir_make();
