@@ -9,13 +9,19 @@ cd "$(dirname "$0")/.."
 secs=${1:-5}
 shift || true
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
-CC=clang cmake -S . -B "$dir" -DRSSM_FUZZ=ON -DRSSM_CUDA=OFF -DRSSM_WERROR=ON >/dev/null
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   mapfile -t targets < <(cd fuzz && ls fuzz_*.c | sed 's/\.c$//')
 fi
+# two runs at once (long runs in the background) build one after the other
+mkdir -p "$dir"
+exec 9>"$dir/.fuzz-build.lock"
+flock 9
+CC=clang cmake -S . -B "$dir" -DRSSM_FUZZ=ON -DRSSM_CUDA=OFF -DRSSM_WERROR=ON >/dev/null
 cmake --build "$dir" -j"${JOBS:-2}" --target "${targets[@]}"
+flock -u 9
 scratch=$(mktemp -d)
+mkdir -p "$dir/fuzz-artifacts"  # crashing inputs are kept here
 trap 'rm -rf "$scratch"' EXIT
 for t in "${targets[@]}"; do
   name=${t#fuzz_}
@@ -24,7 +30,8 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${secs}s"
   # -max_total_time bounds the run; -rss_limit_mb keeps a runaway allocation from passing silently
   "$dir/fuzz/$t" "$scratch/$name" -max_total_time="$secs" -rss_limit_mb=2048 \
-    -print_final_stats=1 2>"$scratch/$t.log" || { tail -n 40 "$scratch/$t.log"; exit 1; }
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$scratch/$t.log" | sed "s/^/  $t /"
+    -print_final_stats=1 -artifact_prefix="$dir/fuzz-artifacts/" 2>"$scratch/$t.log" || { tail -n 40 "$scratch/$t.log"; exit 1; }
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added" \
+    "$scratch/$t.log" | sed "s/^/  $t /"
 done
 echo "fuzz: ${#targets[@]} targets, no crash"

@@ -15,6 +15,7 @@
 #define MAX_SWEEP_KEYS 8
 #define MAX_SWEEP_VALUES 64
 #define VAL_MAX 256
+#define INIH_MAX_SECTION 50 /* inih's MAX_SECTION (ini.c): longer [section] names are cut */
 
 typedef struct {
   char name[128];
@@ -33,6 +34,7 @@ typedef struct {
   const char *text, *pos;   /* the file's bytes, and where the reader is */
   int lineno;               /* lines handed to inih so far: the current line */
   int long_line;            /* first line longer than inih's buffer, 0 if none */
+  int long_section;         /* first [section] name that inih would cut, 0 if none */
   int err_line;             /* line of the first error found by the handler */
   char msg[768];            /* first error found by the handler */
   char section_kind[16];    /* "", "config", "sweep" */
@@ -92,6 +94,13 @@ static char *reader(char *str, int num, void *stream) {
   }
   memcpy(str, c->pos, keep);
   str[keep] = '\0';
+  /* inih cuts section names to INIH_MAX_SECTION - 1 characters without a word: refuse them */
+  const char *b = str;
+  while (*b == ' ' || *b == '\t') b++;
+  if (*b == '[' && !c->long_section) {
+    const char *e = strchr(b, ']');
+    if ((e ? (size_t)(e - b - 1) : strlen(b + 1)) >= INIH_MAX_SECTION) c->long_section = c->lineno;
+  }
   c->pos += len;
   return str;
 }
@@ -126,9 +135,15 @@ int experiment_add_config(experiment *e, const char *text, const char *label, in
     return RSSM_ERR_INPUT;
   }
   if (label) {
-    if (!label[0] || strlen(label) >= SSM_NAME_MAX || strpbrk(label, " \t=")) {
-      snprintf(err, errlen, "configuration name '%s' (expected 1..%d characters, no spaces or '=')",
-               label, SSM_NAME_MAX - 1);
+    /* no spaces, control characters or '=': a label must print as name=LABEL and parse back
+     * (inih strips trailing whitespace such as \v; found by fuzz_experiment) */
+    int bad_char = 0;
+    for (const unsigned char *p = (const unsigned char *)label; *p; p++)
+      if (*p <= ' ' || *p == 0x7f || *p == '=') bad_char = 1;
+    if (!label[0] || strlen(label) >= SSM_NAME_MAX || bad_char) {
+      snprintf(err, errlen,
+               "configuration name '%s' (expected 1..%d characters, no spaces, control characters "
+               "or '=')", label, SSM_NAME_MAX - 1);
       return RSSM_ERR_INPUT;
     }
     snprintf(x->cfg.name, sizeof x->cfg.name, "%s", label);
@@ -358,10 +373,15 @@ int experiment_parse_file(const char *path, experiment *e, char *err, size_t err
     c->lineno = c->section_line;
     fail(c, "[config %s] has no 'spec = CONFIG' line", c->section_name);
   }
-  if (!c->msg[0] && !c->long_line && line == 0) expand_sweeps(c);
+  if (!c->msg[0] && !c->long_line && !c->long_section && line == 0) expand_sweeps(c);
   rc = RSSM_OK;
   if (c->long_line && (line == 0 || c->long_line <= line)) {
     snprintf(err, errlen, "%s:%d: line longer than %d characters", path, c->long_line, INI_MAX_LINE - 2);
+    rc = RSSM_ERR_INPUT;
+  } else if (c->long_section && (line == 0 || c->long_section <= line) &&
+             (!c->msg[0] || c->long_section <= c->err_line)) {
+    snprintf(err, errlen, "%s:%d: section name longer than %d characters", path, c->long_section,
+             INIH_MAX_SECTION - 1);
     rc = RSSM_ERR_INPUT;
   } else if (c->msg[0]) {
     snprintf(err, errlen, "%s:%d: %s", path, c->err_line, c->msg);

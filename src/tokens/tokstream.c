@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_decompressBound (exported by libzstd 1.5) */
 #include <zstd.h>
 
 #include "src/io/status.h"
@@ -187,6 +188,17 @@ int tokstream_read(const char *path, tokstream_info *info, uint32_t **ids, char 
     snprintf(msg, sizeof msg,
              "count mismatch: the header says %llu tokens, the payload holds %llu bytes (%llu tokens)",
              (unsigned long long)count, content, content / 4);
+    rc = bad(err, errlen, path, msg);
+    goto out;
+  }
+  /* A frame without a content size (zstd --no-content-size, streaming writers) says nothing about
+   * its length: bound it by the frame's blocks before allocating what the header's count asks for,
+   * so that a 100-byte file cannot make us allocate gigabytes (found by fuzz_tokstream). */
+  unsigned long long bound = ZSTD_decompressBound(z, zlen);
+  if (bound == ZSTD_CONTENTSIZE_ERROR || raw > bound) {
+    snprintf(msg, sizeof msg,
+             "count mismatch: the header says %llu tokens, the payload holds at most %llu bytes",
+             (unsigned long long)count, bound == ZSTD_CONTENTSIZE_ERROR ? 0ULL : bound);
     rc = bad(err, errlen, path, msg);
     goto out;
   }

@@ -103,6 +103,21 @@ Test(experiment, other_errors_name_the_line) {
                  (const char *[]){at(5), NULL});
 }
 
+/* Labels must print as name=LABEL and parse back (found by fuzz_experiment: a trailing \v was
+ * kept in the label, and inih strips it when the effective experiment is read back); inih cuts
+ * section names at 49 characters, so a longer [config NAME] is refused rather than renamed. */
+Test(experiment, labels_without_control_characters) {
+  expect_refused("model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
+                 "[config a\v\v]\nspec = replay L=16 ckpt=fp32\n",
+                 (const char *[]){at(6), "configuration name", "control characters", NULL});
+  char text[1024], name[200];
+  memset(name, 'n', 150);
+  name[150] = '\0';
+  snprintf(text, sizeof text, "model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
+           "[config %s]\nspec = replay L=16 ckpt=fp32\n", name);
+  expect_refused(text, (const char *[]){at(5), "section name longer than 49", NULL});
+}
+
 Test(experiment, device_cuda_not_built_yet) {
   put_text(ini, "model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
                   "config = replay L=16 ckpt=fp32\n");

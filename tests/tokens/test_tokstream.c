@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +99,38 @@ Test(tokstream, header_checksum_mismatch) { expect_rejected(m_header_crc, "heade
 Test(tokstream, count_mismatch) { expect_rejected(m_count, "count mismatch"); }
 Test(tokstream, bad_version) { expect_rejected(m_version, "version"); }
 Test(tokstream, trailing_bytes) { expect_rejected(m_trailing, "trailing"); }
+
+/* A header asking for 1.6e9 tokens in front of a zstd frame that records no content size (found
+ * by fuzz_tokstream): refused from the frame's bound, before allocating 6.5 GB for the payload.
+ * Without the sanitizers the address space is capped at 1 GiB, so allocating first fails. */
+Test(tokstream, huge_count_unknown_content_size) {
+  static const unsigned char frame[] = {0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x68, 0x81, 0x00, 0x00,
+                                        0x00, 0x00, 0x00, 0x00, 0x7f, 0x51, 0x02, 0x00, 0x07,
+                                        0x00, 0x00, 0x00, 0xa0, 0x86, 0x01, 0x00, 0x94, 0x3a,
+                                        0x1f, 0x96};
+  unsigned char buf[64 + sizeof frame];
+  memset(buf, 0, sizeof buf);
+  memcpy(buf, "RSSMTOK", 8);
+  put32(buf + 8, 1);
+  put32(buf + 12, 256);
+  memcpy(buf + 16, "byte", 4);
+  put32(buf + 48, 1627389952u); /* count, low word; high word 0 */
+  reseal(buf);
+  memcpy(buf + 64, frame, sizeof frame);
+  char path[TPATH_MAX], err[512];
+  tpath(path, dir, "huge.tok.zst");
+  cr_assert_eq(write_bytes(path, buf, sizeof buf), 0);
+#if !defined(__SANITIZE_ADDRESS__)
+  struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+  cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0); /* criterion runs each test in its own process */
+#endif
+  tokstream_info info;
+  uint32_t *back = NULL;
+  err[0] = 0;
+  cr_assert_eq(tokstream_read(path, &info, &back, err, sizeof err), RSSM_ERR_INPUT, "%s", err);
+  cr_assert_null(back);
+  cr_assert(strstr(err, "count mismatch") && strstr(err, path), "message '%s'", err);
+}
 
 Test(tokstream, id_outside_vocab_refused_on_write) {
   char path[TPATH_MAX], err[512];
