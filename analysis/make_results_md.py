@@ -155,6 +155,32 @@ def theory_section(attrs_list, rows):
     return out
 
 
+def closed_section(rows):
+    """Conventional storage in the real recurrence: measured/predicted Var D per alpha, RTN
+    beside SR (the mechanism behind Table 11)."""
+    closed = [r for r in rows if r["regime"] == "closed" and r["mode"] == "conventional"]
+    if not closed:
+        return []
+    alphas = sorted({r["alpha"] for r in closed})
+    out = ["", "In the real recurrence (`closed` regime), conventional storage: measured/predicted "
+           "Var D per alpha (`*`: assumptions violated, kappa significant; kappa in brackets). "
+           "RTN's error is correlated with what it rounds; SR's is not, except where block "
+           "maxima clamp.", "",
+           "| format | " + " | ".join(f"alpha {a:.6g}" for a in alphas) + " |",
+           "|---|" + "---|" * len(alphas)]
+    for f in dict.fromkeys(plot_theory.fmt_name(r) for r in closed):
+        cells = []
+        for a in alphas:
+            r = next((r for r in closed if plot_theory.fmt_name(r) == f and r["alpha"] == a), None)
+            if r is None or r["pred_var"] <= 0:
+                cells.append("-")
+                continue
+            mark = "*" if r["assumption"] != "holds" else ""
+            cells.append(f"{r['meas_var'] / r['pred_var']:.3g}{mark} ({r['kappa']:+.2g})")
+        out.append(f"| `{f}` | " + " | ".join(cells) + " |")
+    return out
+
+
 def build(theory_paths, run_paths, out_path):
     attrs, trows = plot_theory.load_many(theory_paths)
     runs = [rc.load_run(p) for p in run_paths]
@@ -217,8 +243,10 @@ def build(theory_paths, run_paths, out_path):
     L += rs if rs else [f"- {NOT_MEASURED}."]
     L += ["", "Theory: in the fixed-state regime below, RTN repeats the same error every step "
           "and its variance grows like 1/(1 - a)^2 instead of 1/(1 - a^2) (the bias case), while "
-          "SR's stays at s2/(1 - a^2) except where block maxima clamp; this is the mechanism the "
-          "paper invokes for Table 11.", ""]
+          "SR's stays at s2/(1 - a^2) except where block maxima clamp; in the real recurrence "
+          "(`closed` regime, end of the next section) RTN's error is correlated with the "
+          "accumulated error and SR's is not. This is the mechanism the paper invokes for "
+          "Table 11; the size of the effect on KL needs the model runs.", ""]
 
     L += ["## Appendix C.6: error propagation, checked against the real quantisers", "",
           "Paper: D_t = alpha D_(t-1) + e_t; with bias b, E[D] -> b/(1 - alpha); with variance "
@@ -229,6 +257,7 @@ def build(theory_paths, run_paths, out_path):
           "(deterministic for a given seed; docs/theory.md; figure `theory.png`, table "
           "`theory.csv` from `analysis/plot_theory.py`).", ""]
     L += theory_section(attrs, trows)
+    L += closed_section(trows)
     fails = [r for r in trows if r["assumption"] == "holds" and r["resolved"] and not r["agrees"]]
     judged = [r for r in trows if r["assumption"] == "holds" and r["resolved"]]
     if fails:

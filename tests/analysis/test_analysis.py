@@ -74,7 +74,8 @@ def write_run(path):
 def write_theory(path):
     """A tiny file in replayssm theory's layout: one agreeing and one violated comparison."""
     rows = [("fp8", "rtn", "iid", "conventional", "holds", "fresh", 0.9, 1.0, 1.0, 1),
-            ("fp8", "rtn", "fixed", "conventional", "violated", "bias", 0.9, 1.0, 19.0, 0)]
+            ("fp8", "rtn", "fixed", "conventional", "violated", "bias", 0.9, 1.0, 19.0, 0),
+            ("fp8", "rtn", "closed", "conventional", "violated", "stall", 0.99, 1.0, 3.0, 0)]
     with h5py.File(path, "w") as f:
         for k, v in dict(tol=0.05, steps=100, nmat=2, dv=4, dk=8, L=16, rho=0.999, seed=0,
                          horizons=8.0).items():
@@ -83,12 +84,13 @@ def write_theory(path):
         for i, name in enumerate(["format", "rounding", "regime", "mode", "assumption", "why"]):
             g.create_dataset(name, data=np.array([r[i].encode() for r in rows], dtype="S16"))
         cols = dict(alpha=[r[6] for r in rows], pred_var=[r[7] for r in rows],
-                    meas_var=[r[8] for r in rows], agrees=[r[9] for r in rows])
+                    meas_var=[r[8] for r in rows], agrees=[r[9] for r in rows],
+                    kappa=[float("nan"), float("nan"), 2.0])
         for name in ["alpha", "a_eff", "events", "stationary", "b", "s2", "pred_mean", "lim_mean",
                      "lim_var", "meas_mean", "pred_var", "meas_var", "se_mean", "se_var",
-                     "rel_mean",
-                     "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved"]:
-            g.create_dataset(name, data=np.array(cols.get(name, [1.0, 1.0]), np.float64))
+                     "rel_mean", "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved",
+                     "kappa"]:
+            g.create_dataset(name, data=np.array(cols.get(name, [1.0] * len(rows)), np.float64))
 
 
 def run(args, expect=0):
@@ -176,7 +178,7 @@ def main():
     write_theory(th)
     run([os.path.join(AN, "plot_theory.py"), th, "--out-dir", out])
     tmd = open(os.path.join(out, "theory.md")).read()
-    check("| `fp8` | 1/1 | 0/1 (violated) |" in tmd, "theory.md pivot row")
+    check("| `fp8` | 1/1 | 0/1 (violated) | 0/1 (violated) |" in tmd, "theory.md pivot row")
     check("| `fp8` | fixed | conventional | 19 | 0.9 |" in tmd, "theory.md violated ratio")
     res = os.path.join(tmp, "results.md")
     run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--runs", h5, "--out", res])
@@ -184,6 +186,7 @@ def main():
     check("0.136 -> 0.0038" in text and "not yet measured" in text, "results.md paper numbers")
     # the fixture's shared/split pair at L=16 over its last bucket (32..64): 0.5 vs 0.01
     check("ratio 50" in text, "results.md headline ratio of the synthetic run")
+    check("| `fp8` | 3* (+2) |" in text, "results.md closed-loop row")
 
     # --- bad input: one line, exit 2 -------------------------------------------------------------
     bad = os.path.join(tmp, "bad.h5")
