@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libhdf5-dev libgsl-dev libzstd-dev zlib1g-dev libcriterion-dev
-      libcjson-dev libinih-dev python3-numpy python3-h5py python3-matplotlib clang
-      libclang-rt-14-dev)
+      libcjson-dev libinih-dev libpcre2-dev libglib2.0-dev python3-numpy python3-h5py
+      python3-matplotlib clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -12,7 +12,8 @@
 
 void byte_corpus_free(byte_corpus *c) {
   free(c->ids);
-  memset(c, 0, sizeof *c);
+  c->ids = NULL;
+  c->n = c->cap = 0;
 }
 
 static int reserve(byte_corpus *c, int64_t more, const char *path, char *err, size_t errlen) {
@@ -40,6 +41,11 @@ int byte_corpus_add_file(byte_corpus *c, const char *path, char *err, size_t err
   int64_t len;
   int rc = read_whole_file(path, TOKSTREAM_MAX_TOKENS, &buf, &len, err, errlen);
   if (rc != RSSM_OK) return rc;
+  if (c->encode) {
+    rc = c->encode(c->encode_ctx, (const char *)buf, len, path, c, err, errlen);
+    free(buf);
+    return rc;
+  }
   rc = reserve(c, len, path, err, errlen);
   if (rc == RSSM_OK) {
     for (int64_t i = 0; i < len; i++) c->ids[c->n + i] = buf[i];

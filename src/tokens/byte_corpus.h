@@ -9,11 +9,17 @@
 #define BYTE_TOKENIZER "byte"
 #define BYTE_VOCAB 256u
 
-/* A growing array of token ids. */
-typedef struct {
+/* A growing array of token ids. With `encode` set, each file's bytes are handed to it instead
+ * of becoming one token per byte (a real tokenizer: `replayssm tokens --tokenizer`); it appends
+ * the file's ids to the corpus and returns RSSM_OK or an error with one line in err. */
+typedef struct byte_corpus byte_corpus;
+struct byte_corpus {
   uint32_t *ids; /* [n], capacity cap */
   int64_t n, cap;
-} byte_corpus;
+  int (*encode)(void *ctx, const char *text, int64_t len, const char *path, byte_corpus *c,
+                char *err, size_t errlen);
+  void *encode_ctx;
+};
 
 void byte_corpus_free(byte_corpus *c);
 

@@ -1,12 +1,17 @@
-/* `replayssm tokens`: build a byte-level `.tok.zst` token stream from text files or a PG-19
- * directory (docs/driver.md). */
+/* `replayssm tokens`: build a `.tok.zst` token stream from text files or a PG-19 directory, with
+ * the byte-level tokenizer or a Hugging Face tokenizer.json (byte-level BPE), and decode a stream
+ * back to text (docs/driver.md, docs/tokenizer.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "src/cli/cli_util.h"
 #include "src/cli/commands.h"
 #include "src/io/status.h"
+#include "src/tokens/atomic_file.h"
+#include "src/tokens/bpe.h"
 #include "src/tokens/byte_corpus.h"
 #include "src/tokens/tokstream.h"
 
@@ -14,19 +19,110 @@ static const char *CMD = "tokens";
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: replayssm tokens --out FILE.tok.zst [--force] TEXT...\n"
-          "       replayssm tokens --out FILE.tok.zst [--force] --pg19 DIR [--split test] [--books N]\n"
+          "usage: replayssm tokens --out FILE.tok.zst [--force] [--tokenizer JSON] TEXT...\n"
+          "       replayssm tokens --out FILE.tok.zst [--force] [--tokenizer JSON] --pg19 DIR\n"
+          "                        [--split test] [--books N]\n"
+          "       replayssm tokens --decode FILE.tok.zst [--tokenizer JSON] --out TEXT|- [--force]\n"
           "\n"
-          "Byte-level tokenisation (one token per byte, vocab 256, tokenizer id \"byte\") into a\n"
-          "zstd-compressed token stream with a checked header (docs/driver.md). Text files are\n"
-          "concatenated in the order given. --pg19 DIR reads DIR/metadata.csv (id,title,year,url,\n"
-          "no header) and appends DIR/SPLIT/<id>.txt of the listed books in increasing id order\n"
-          "(--split train|validation|test, default test; --books N: the first N only).\n"
-          "An existing output is kept unless --force is given; the file is written atomically.\n");
+          "Tokenises text into a zstd-compressed token stream with a checked header\n"
+          "(docs/driver.md). Without --tokenizer: one token per byte (vocab 256, tokenizer id\n"
+          "\"byte\"). --tokenizer PATH: a Hugging Face tokenizer.json (or a directory holding one)\n"
+          "with a byte-level BPE model, encoded as the tokenizers library does without special\n"
+          "tokens added; the stream's tokenizer id is \"hfbpe-fnv1a64:\" and the file's hash\n"
+          "(docs/tokenizer.md). Each text file is encoded on its own and the ids concatenated in\n"
+          "the order given. --pg19 DIR reads DIR/metadata.csv (id,title,year,url, no header) and\n"
+          "appends DIR/SPLIT/<id>.txt of the listed books in increasing id order (--split\n"
+          "train|validation|test, default test; --books N: the first N only).\n"
+          "--decode writes the stream's text (\"-\": standard output); a BPE stream needs the\n"
+          "--tokenizer whose id it carries.\n"
+          "An existing output is kept unless --force is given; files are written atomically.\n");
+}
+
+/* byte_corpus's encoder hook: a BPE over each file, timed for the summary line. */
+typedef struct {
+  bpe_tokenizer *t;
+  int64_t bytes;
+  double seconds;
+} bpe_ctx;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int encode_file(void *ctx, const char *text, int64_t len, const char *path, byte_corpus *c,
+                       char *err, size_t errlen) {
+  bpe_ctx *b = ctx;
+  /* the corpus's array is handed to the encoder and taken back: same layout, no copy */
+  bpe_ids v = {c->ids, c->n, c->cap};
+  double t0 = now_s();
+  int rc = bpe_encode(b->t, text, len, path, &v, err, errlen);
+  b->seconds += now_s() - t0;
+  b->bytes += len;
+  c->ids = v.ids, c->n = v.n, c->cap = v.cap;
+  if (rc == RSSM_OK && c->n > TOKSTREAM_MAX_TOKENS) {
+    snprintf(err, errlen, "%s: the corpus would exceed %lld tokens", path,
+             (long long)TOKSTREAM_MAX_TOKENS);
+    rc = RSSM_ERR_INPUT;
+  }
+  return rc;
+}
+
+static int decode(const char *in, const char *out, const char *tokenizer) {
+  char err[1024];
+  tokstream_info info;
+  uint32_t *ids = NULL;
+  int rc = tokstream_read(in, &info, &ids, err, sizeof err);
+  char *text = NULL;
+  int64_t len = 0;
+  bpe_tokenizer *t = NULL;
+  if (rc == RSSM_OK && strcmp(info.tokenizer, BYTE_TOKENIZER) == 0 && !tokenizer) {
+    text = malloc((size_t)info.count + 1);
+    if (!text) {
+      snprintf(err, sizeof err, "out of memory decoding %s", in);
+      rc = RSSM_ERR_IO;
+    }
+    for (int64_t i = 0; rc == RSSM_OK && i < info.count; i++) text[i] = (char)ids[i];
+    len = info.count;
+  } else if (rc == RSSM_OK) {
+    if (!tokenizer) {
+      snprintf(err, sizeof err, "%s: tokenizer id \"%s\" (give its tokenizer.json with --tokenizer)",
+               in, info.tokenizer);
+      rc = RSSM_ERR_INPUT;
+    }
+    if (rc == RSSM_OK) rc = bpe_load(tokenizer, &t, err, sizeof err);
+    if (rc == RSSM_OK && strcmp(bpe_id(t), info.tokenizer) != 0) {
+      snprintf(err, sizeof err, "%s: tokenizer id \"%s\", but --tokenizer %s is \"%s\"", in,
+               info.tokenizer, tokenizer, bpe_id(t));
+      rc = RSSM_ERR_INPUT;
+    }
+    if (rc == RSSM_OK) rc = bpe_decode(t, ids, info.count, &text, &len, err, sizeof err);
+  }
+  if (rc == RSSM_OK) {
+    if (strcmp(out, "-") == 0) {
+      if (fwrite(text, 1, (size_t)len, stdout) != (size_t)len || fflush(stdout) != 0) {
+        snprintf(err, sizeof err, "writing standard output failed");
+        rc = RSSM_ERR_IO;
+      }
+    } else {
+      const void *parts[1] = {text};
+      size_t lens[1] = {(size_t)len};
+      rc = atomic_write_parts(out, 1, parts, lens, err, sizeof err);
+    }
+  }
+  if (rc != RSSM_OK) cli_error(CMD, "%s", err);
+  else if (strcmp(out, "-") != 0)
+    printf("%s: %lld bytes from %lld tokens (%s)\n", out, (long long)len, (long long)info.count,
+           info.tokenizer);
+  bpe_free(t);
+  free(text);
+  free(ids);
+  return rc;
 }
 
 int cmd_tokens(int argc, char **argv) {
-  const char *out = NULL, *pg19 = NULL, *split = "test";
+  const char *out = NULL, *pg19 = NULL, *split = "test", *tokenizer = NULL, *decode_in = NULL;
   int force = 0;
   int64_t books = 0;
   const char *inputs[4096];
@@ -42,6 +138,12 @@ int cmd_tokens(int argc, char **argv) {
     } else if ((m = cli_option_value(argc, argv, &i, "--out", &v)) != 0) {
       if (m < 0) goto missing;
       out = v;
+    } else if ((m = cli_option_value(argc, argv, &i, "--tokenizer", &v)) != 0) {
+      if (m < 0) goto missing;
+      tokenizer = v;
+    } else if ((m = cli_option_value(argc, argv, &i, "--decode", &v)) != 0) {
+      if (m < 0) goto missing;
+      decode_in = v;
     } else if ((m = cli_option_value(argc, argv, &i, "--pg19", &v)) != 0) {
       if (m < 0) goto missing;
       pg19 = v;
@@ -72,10 +174,15 @@ int cmd_tokens(int argc, char **argv) {
     return 2;
   }
   if (!out) {
-    cli_error(CMD, "missing --out FILE.tok.zst (see replayssm tokens --help)");
+    cli_error(CMD, "missing --out %s (see replayssm tokens --help)",
+              decode_in ? "TEXT|-" : "FILE.tok.zst");
     return 2;
   }
-  if (!pg19 && ninputs == 0) {
+  if (decode_in && (pg19 || ninputs > 0)) {
+    cli_error(CMD, "--decode takes no text files or --pg19");
+    return 2;
+  }
+  if (!decode_in && !pg19 && ninputs == 0) {
     cli_error(CMD, "no input: give text files or --pg19 DIR (see replayssm tokens --help)");
     return 2;
   }
@@ -83,13 +190,25 @@ int cmd_tokens(int argc, char **argv) {
     cli_error(CMD, "give either text files or --pg19 DIR, not both");
     return 2;
   }
-  if (!force && access(out, F_OK) == 0) {
+  if (!force && strcmp(out, "-") != 0 && access(out, F_OK) == 0) {
     cli_error(CMD, "%s: exists (use --force to overwrite)", out);
     return 2;
   }
+  if (decode_in) return decode(decode_in, out, tokenizer);
+
   byte_corpus c = {0};
+  bpe_ctx bctx = {0};
   char err[1024];
   int rc = RSSM_OK;
+  if (tokenizer) {
+    rc = bpe_load(tokenizer, &bctx.t, err, sizeof err);
+    if (rc != RSSM_OK) {
+      cli_error(CMD, "%s", err);
+      return rc;
+    }
+    c.encode = encode_file;
+    c.encode_ctx = &bctx;
+  }
   int64_t nbooks = 0;
   if (pg19) {
     rc = byte_corpus_add_pg19(&c, pg19, split, books, &nbooks, err, sizeof err);
@@ -97,15 +216,20 @@ int cmd_tokens(int argc, char **argv) {
     for (int i = 0; i < ninputs && rc == RSSM_OK; i++)
       rc = byte_corpus_add_file(&c, inputs[i], err, sizeof err);
   }
-  if (rc == RSSM_OK) rc = tokstream_write(out, BYTE_TOKENIZER, BYTE_VOCAB, c.ids, c.n, err, sizeof err);
+  const char *id = bctx.t ? bpe_id(bctx.t) : BYTE_TOKENIZER;
+  uint32_t vocab = bctx.t ? bpe_vocab(bctx.t) : BYTE_VOCAB;
+  if (rc == RSSM_OK) rc = tokstream_write(out, id, vocab, c.ids, c.n, err, sizeof err);
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
-    byte_corpus_free(&c);
-    return rc;
+  } else {
+    printf("%s: %lld tokens (tokenizer %s, vocab %u, CRC-32 %08x) from %lld %s\n", out,
+           (long long)c.n, id, vocab, tokstream_crc(c.ids, c.n),
+           pg19 ? (long long)nbooks : (long long)ninputs, pg19 ? "books" : "files");
+    if (bctx.t && bctx.seconds > 0)
+      printf("encoded %lld bytes in %.3f s: %.2f MB/s\n", (long long)bctx.bytes, bctx.seconds,
+             1e-6 * (double)bctx.bytes / bctx.seconds);
   }
-  printf("%s: %lld tokens (byte tokenizer, CRC-32 %08x) from %lld %s\n", out, (long long)c.n,
-         tokstream_crc(c.ids, c.n), pg19 ? (long long)nbooks : (long long)ninputs,
-         pg19 ? "books" : "files");
   byte_corpus_free(&c);
-  return 0;
+  bpe_free(bctx.t);
+  return rc;
 }
