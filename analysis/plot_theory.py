@@ -6,8 +6,9 @@
 Several files (say the default grid and a `--regimes closed` run) are read as one table.
 
 Writes DIR/theory.png (left: measured against predicted variance of D, every comparison, coloured
-by whether the model's assumptions hold; right: measured/predicted variance against 1 - alpha for
-conventional storage, one line per format, rounding and regime), DIR/theory.csv (every
+by whether the model's assumptions hold; then, for each regime that can break the model (fixed,
+ar1, closed), measured/predicted variance against 1 - alpha for conventional storage, one line
+per format and rounding), DIR/theory.csv (every
 comparison) and DIR/theory.md (one row per format and rounding, one column per regime and mode:
 how many alphas agree within the tolerance, and the reasons where the assumptions do not hold).
 """
@@ -172,7 +173,11 @@ def markdown(attrs_list, rows):
 
 def plot(rows, path):
     plt = rc.pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.0, 4.6))
+    # one panel per regime that can break the model (iid agrees everywhere: see the scatter)
+    regimes = [g for g in ("fixed", "ar1", "closed") if any(r["regime"] == g for r in rows)]
+    fig, axes = plt.subplots(1, 1 + len(regimes), figsize=(4.6 * (1 + len(regimes)), 4.6),
+                             squeeze=False)
+    ax1 = axes[0][0]
     colors = {"holds": "C0", "violated": "C3", "uncertain": "C1"}
     for a in ("holds", "violated", "uncertain"):
         pts = [(r["pred_var"], r["meas_var"]) for r in rows
@@ -190,27 +195,25 @@ def plot(rows, path):
     ax1.set_ylabel("measured Var D")
     ax1.legend(fontsize=7)
     ax1.set_title("every comparison")
-    styles = {"iid": "-", "fixed": "--", "ar1": ":"}
-    keys = []
-    for r in rows:
-        k = (fmt_name(r), r["regime"])
-        if r["mode"] == "conventional" and k not in keys:
-            keys.append(k)
-    fmts = sorted({k[0] for k in keys})
-    for f, g in keys:
-        rs = sorted((r for r in rows if fmt_name(r) == f and r["regime"] == g
-                     and r["mode"] == "conventional"), key=lambda r: r["alpha"])
-        x = [1.0 - r["alpha"] for r in rs]
-        y = [r["meas_var"] / r["pred_var"] if r["pred_var"] > 0 else np.nan for r in rs]
-        ax2.plot(x, y, styles.get(g, "-"), color=f"C{fmts.index(f) % 10}", lw=1.0,
-                 label=f"{f} {g}")
-    ax2.axhspan(0.95, 1.05, color="0.85", zorder=0)
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("1 - alpha")
-    ax2.set_ylabel("measured / predicted Var D (conventional)")
-    ax2.set_title("solid: iid, dashed: fixed, dotted: ar1; band: 5%")
-    ax2.legend(fontsize=5, ncol=2)
+    fmts = list(dict.fromkeys(fmt_name(r) for r in rows))
+    cmap = plt.get_cmap("tab20")
+    for ax, g in zip(axes[0][1:], regimes):
+        for f in fmts:
+            rs = sorted((r for r in rows if fmt_name(r) == f and r["regime"] == g
+                         and r["mode"] == "conventional" and r["pred_var"] > 0),
+                        key=lambda r: r["alpha"])
+            if not rs:
+                continue
+            x = [1.0 - r["alpha"] for r in rs]
+            y = [r["meas_var"] / r["pred_var"] for r in rs]
+            ax.plot(x, y, "-" if f.endswith("/sr") else "--", marker="o", ms=2.5, lw=1.0,
+                    color=cmap(fmts.index(f) % 20), label=f)
+        ax.axhspan(0.95, 1.05, color="0.85", zorder=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("1 - alpha")
+        ax.set_title(f"{g}: measured / predicted Var D (conventional)")
+        ax.legend(fontsize=5, ncol=2, title="dashed RTN, solid SR", title_fontsize=6)
     fig.tight_layout()
     rc.save_png(fig, path)
     plt.close(fig)
