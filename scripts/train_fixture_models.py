@@ -37,6 +37,7 @@ matplotlib is importable), rewritten after every stage so that a later failure l
 
 import argparse
 import contextlib
+import copy
 import gzip
 import json
 import math
@@ -376,21 +377,23 @@ def train(name, args):
         for p in model.parameters():
             p.copy_(p.to(torch.bfloat16).to(torch.float32))
     ckdir = os.path.join(work, "ckpt")
+    # Save a bf16 copy. Never cast the live model: .to(bfloat16) also rounds non-persistent
+    # float buffers (Qwen's RoPE inv_freq), which a later .to(float32) does not undo.
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)
     try:
         try:
-            model.to(torch.bfloat16).save_pretrained(ckdir, safe_serialization=True)
+            bf16.save_pretrained(ckdir, safe_serialization=True)
         except TypeError:
-            model.save_pretrained(ckdir)
+            bf16.save_pretrained(ckdir)
     except Exception:  # noqa: BLE001 - keep the weights whatever save_pretrained thinks
         traceback.print_exc()
         from safetensors.torch import save_file
 
         os.makedirs(ckdir, exist_ok=True)
-        sd = {k: v.detach().to(torch.bfloat16).contiguous().clone().cpu()
-              for k, v in model.state_dict().items()}
+        sd = {k: v.detach().contiguous().clone().cpu() for k, v in bf16.state_dict().items()}
         save_file(sd, os.path.join(ckdir, "model.safetensors"), metadata={"format": "pt"})
-        model.config.to_json_file(os.path.join(ckdir, "config.json"))
-    model.to(torch.float32)
+        bf16.config.to_json_file(os.path.join(ckdir, "config.json"))
+    del bf16
     os.replace(os.path.join(ckdir, "model.safetensors"), os.path.join(work, "model.safetensors"))
     os.replace(os.path.join(ckdir, "config.json"), os.path.join(work, "config.json"))
     shutil.copyfile(os.path.join(work, "model.safetensors"),
@@ -403,38 +406,77 @@ def train(name, args):
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None}
     write_rest(work, args.out, name, result, rows)
 
-    # ---- fp32 held-out bits per byte from the bf16 weights, TF32 off
+    del opt
+    model.to("cpu")
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    result.update(evaluate(name, work, moby, device))
+    write_rest(work, args.out, name, result, rows)
+    return result
+
+
+def load_checkpoint(name, path):
+    """The committed checkpoint as a user loads it: from_pretrained, bf16 weights to fp32."""
+    import torch
+    import transformers
+
+    cls = {"qwen35-gdn-tiny": "Qwen3_5ForCausalLM",
+           "nemotronh-m2-tiny": "NemotronHForCausalLM"}[name]
+    cls = getattr(transformers, cls)
+    try:
+        model = cls.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa")
+    except TypeError:
+        model = cls.from_pretrained(path, torch_dtype=torch.float32, attn_implementation="sdpa")
+    model = model.to(torch.float32).eval()
+    bad = [n for n, b in model.named_buffers()
+           if b.is_floating_point() and b.dtype != torch.float32]
+    bad += [n for n, p in model.named_parameters() if p.dtype != torch.float32]
+    if bad:
+        raise RuntimeError("not fp32 after loading: " + ", ".join(bad))
+    return model
+
+
+def evaluate(name, path, moby, device):
+    """From the checkpoint in path (fresh from_pretrained, fp32 compute): held-out bits per byte
+    on the quickstart's 4 windows and on 32 windows (device, TF32 off), and the CPU reference of
+    the test (cached decode of the first 512 bytes; tokens.npy and ref_logits.npy in path)."""
+    import numpy as np
+    import torch
+
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     try:
         torch.set_float32_matmul_precision("highest")
     except Exception:  # noqa: BLE001
         pass
+    result = {}
+    model = load_checkpoint(name, path)
+    starts, windows = heldout_windows(moby)
     try:
+        model.to(device)
         bpb, per = bits_per_byte(model, windows, device, autocast=False)
         result["heldout_bpb_fp32"] = bpb
         result["heldout_bpb_fp32_per_window"] = per
         log(f"held-out bits per byte (fp32, {device}, 4 windows): {bpb:.5f}  per window {per}")
-        s32, w32 = heldout_windows(moby, 32)
+        _, w32 = heldout_windows(moby, 32)
         bpb32, _ = bits_per_byte(model, w32, device, autocast=False)
         result["heldout_bpb_fp32_32windows"] = bpb32
         log(f"held-out bits per byte (fp32, 32 windows): {bpb32:.5f}")
     except Exception:  # noqa: BLE001
         traceback.print_exc()
-    write_rest(work, args.out, name, result, rows)
 
-    # ---- the CPU reference for the test: cached decode of the first 512 bytes of Moby-Dick
+    # the CPU reference for the test: cached decode of the first 512 bytes of Moby-Dick
     try:
-        cpu = model.to("cpu").float().eval()
+        cpu = model.to("cpu").eval()
         torch.set_num_threads(8)
         toks = list(moby[:N_REF])
         t1 = time.time()
         ref = cached_decode(cpu, toks)
         log(f"cached CPU decode of {N_REF} tokens: {time.time() - t1:.1f} s, "
             f"max|logit| {abs(ref).max():.3g}")
-        np.save(os.path.join(work, "tokens.npy"), np.array(toks, dtype=np.int32))
-        np.save(os.path.join(work, "ref_logits.npy"), ref.astype(np.float32))
-        lp = torch.log_softmax(torch.from_numpy(ref), -1)
+        np.save(os.path.join(path, "tokens.npy"), np.array(toks, dtype=np.int32))
+        np.save(os.path.join(path, "ref_logits.npy"), ref.astype(np.float32))
+        lp = torch.log_softmax(torch.from_numpy(ref).double(), -1)
         nll = -lp[torch.arange(N_REF - 1), torch.tensor(toks[1:])].mean().item()
         result["ref512_bpb"] = nll / math.log(2)
         log(f"bits per byte over the 511 predictions of the reference: {result['ref512_bpb']:.5f}")
@@ -445,7 +487,6 @@ def train(name, args):
         log(f"full-sequence forward vs cached decode (CPU fp32): rel {rel:.3g}")
     except Exception:  # noqa: BLE001
         traceback.print_exc()
-    write_rest(work, args.out, name, result, rows)
     return result
 
 
@@ -481,6 +522,9 @@ def main():
     ap.add_argument("--heldout", default="data/moby-dick.txt")
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--reference-only", metavar="DIR",
+                    help="no training: load DIR (config.json + model.safetensors), write "
+                         "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
@@ -489,7 +533,16 @@ def main():
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, "
         f"cuda {torch.cuda.is_available()}")
     try:
-        res = train(args.model, args)
+        if args.reference_only:
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            moby = open(args.heldout, "rb").read()
+            res = evaluate(args.model, args.reference_only, moby, device)
+            with open(os.path.join(args.reference_only, "eval-reference.json"), "w") as f:
+                json.dump(res, f, indent=2)
+        else:
+            res = train(args.model, args)
         log("result: " + json.dumps(res))
         return 0
     except Exception:  # noqa: BLE001
