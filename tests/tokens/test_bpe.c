@@ -3,6 +3,7 @@
  * README.md there), decode(encode(x)) == x, `replayssm tokens --tokenizer` / `--decode` through
  * the real executable, and one-line refusals (exit 2) of malformed tokenizer files. */
 #include <criterion/criterion.h>
+#include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "src/io/status.h"
 #include "src/tokens/bpe.h"
+#include "src/tokens/bpe_internal.h"
 #include "src/tokens/token_source.h"
 #include "src/tokens/tokstream.h"
 #include "tests/cli/cli_test_util.h"
@@ -102,6 +104,43 @@ Test(bpe, cache_and_repeat_are_identical) {
   bpe_ids_free(&b);
   free(text);
   bpe_free(t);
+}
+
+/* bpe_nfc hands GLib only windows around characters NFC might change: on random strings built
+ * from stable characters, starters that compose, combining marks in every order, Hangul jamo
+ * and singletons, it must equal GLib's NFC of the whole string. */
+Test(bpe, windowed_nfc_equals_whole_text_nfc) {
+  static const char *palette[] = {
+      "a", "e", "A", " ", "\n", ">", "\xc3\xa9" /* é */, "\xcc\x81" /* U+0301 */,
+      "\xcc\xa3" /* U+0323 */, "\xcc\x87" /* U+0307 */, "\xcc\xb8" /* U+0338 */,
+      "\xe2\x80\x94" /* em dash */, "\xe2\x80\x99" /* right quote */,
+      "\xe2\x84\xa6" /* Ohm sign */, "\xe2\x84\xab" /* Angstrom sign */,
+      "\xe1\x84\x80" /* Hangul L */, "\xe1\x85\xa1" /* Hangul V */, "\xe1\x86\xa8" /* T */,
+      "\xea\xb0\x80" /* 가 */, "\xe3\x81\x8b" /* か */, "\xe3\x82\x99" /* dakuten */,
+      "\xe4\xb8\xad" /* 中 */, "\xef\xa4\x80" /* CJK compatibility U+F900 */,
+      "\xe1\xba\x9b" /* ẛ */, "\xcd\x84" /* U+0344 */, "\xe2\x80\x80" /* U+2000 */};
+  const int np = (int)(sizeof palette / sizeof palette[0]);
+  uint64_t rng = 11;
+  for (int trial = 0; trial < 3000; trial++) {
+    char s[512];
+    int64_t n = 0;
+    int m = 1 + (int)(rng_next(&rng) % 40);
+    for (int i = 0; i < m; i++) {
+      const char *c = palette[rng_next(&rng) % (uint64_t)np];
+      memcpy(s + n, c, strlen(c));
+      n += (int64_t)strlen(c);
+    }
+    s[n] = '\0';
+    char *mine;
+    int64_t mlen;
+    cr_assert_eq(bpe_nfc(s, n, &mine, &mlen), 0);
+    gchar *ref = g_utf8_normalize(s, (gssize)n, G_NORMALIZE_NFC);
+    const char *got = mine ? mine : s;
+    cr_assert(ref && (int64_t)strlen(ref) == mlen && memcmp(ref, got, (size_t)mlen) == 0,
+              "trial %d: NFC differs for '%s'", trial, s);
+    g_free(ref);
+    free(mine);
+  }
 }
 
 static int run_cli(char *const argv[], const char *outfile, const char *errfile) {
