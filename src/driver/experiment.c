@@ -35,6 +35,9 @@ typedef struct {
   int lineno;               /* lines handed to inih so far: the current line */
   int long_line;            /* first line longer than inih's buffer, 0 if none */
   int long_section;         /* first [section] name that inih would cut, 0 if none */
+  int rd_config_line;       /* the reader's current [config NAME] header line, 0 if none */
+  int rd_keys;              /* key lines the reader has seen in that section */
+  char rd_config_name[64];
   int err_line;             /* line of the first error found by the handler */
   char msg[768];            /* first error found by the handler */
   char section_kind[16];    /* "", "config", "sweep" */
@@ -81,9 +84,24 @@ static int fail(parse_ctx *c, const char *fmt, ...) {
 
 /* One line per call, so that lineno is the line inih is about to parse. A line longer than
  * inih's buffer is cut and reported, never split into two lines. */
+/* inih calls the handler for key lines only, so a [config NAME] without any key never reaches it:
+ * the reader reports it when the next section starts or the file ends. */
+static void end_reader_section(parse_ctx *c) {
+  if (c->rd_config_line && c->rd_keys == 0) {
+    int l = c->lineno;
+    c->lineno = c->rd_config_line;
+    fail(c, "[config %s] has no 'spec = CONFIG' line", c->rd_config_name);
+    c->lineno = l;
+  }
+  c->rd_config_line = 0;
+}
+
 static char *reader(char *str, int num, void *stream) {
   parse_ctx *c = stream;
-  if (!*c->pos) return NULL;
+  if (!*c->pos) {
+    end_reader_section(c);
+    return NULL;
+  }
   const char *eol = strchr(c->pos, '\n');
   size_t len = eol ? (size_t)(eol - c->pos) + 1 : strlen(c->pos);
   c->lineno++;
@@ -97,9 +115,18 @@ static char *reader(char *str, int num, void *stream) {
   /* inih cuts section names to INIH_MAX_SECTION - 1 characters without a word: refuse them */
   const char *b = str;
   while (*b == ' ' || *b == '\t') b++;
-  if (*b == '[' && !c->long_section) {
+  if (*b == '[') {
     const char *e = strchr(b, ']');
-    if ((e ? (size_t)(e - b - 1) : strlen(b + 1)) >= INIH_MAX_SECTION) c->long_section = c->lineno;
+    size_t n = e ? (size_t)(e - b - 1) : strlen(b + 1);
+    if (n >= INIH_MAX_SECTION && !c->long_section) c->long_section = c->lineno;
+    end_reader_section(c);
+    if (strncmp(b + 1, "config ", 7) == 0) {
+      c->rd_config_line = c->lineno;
+      c->rd_keys = 0;
+      snprintf(c->rd_config_name, sizeof c->rd_config_name, "%.*s", (int)(n > 7 ? n - 7 : 0), b + 8);
+    }
+  } else if (*b && *b != ';' && *b != '#' && *b != '\n' && *b != '\r') {
+    c->rd_keys++;
   }
   c->pos += len;
   return str;
