@@ -181,6 +181,10 @@ def closed_section(rows):
     return out
 
 
+def tol_of(attrs_list):
+    return float(attrs_list[0].get("tol", 0.05))
+
+
 def build(theory_paths, run_paths, out_path):
     attrs, trows = plot_theory.load_many(theory_paths)
     runs = [rc.load_run(p) for p in run_paths]
@@ -191,7 +195,8 @@ def build(theory_paths, run_paths, out_path):
           "Paper numbers are quoted from the paper notes "
           "(`shared/paper/replayssm-paper-notes.zh.txt`); model results appear only where a run "
           "file exists, and are \"not yet measured\" otherwise. Regenerate with "
-          "`cmake --build BUILD --target figures` (docs/theory.md, analysis/).", ""]
+          "`cmake --build BUILD --target figures` and copy `BUILD/figures/results.md` here, or "
+          "run the script directly (analysis/README.md).", ""]
 
     L += ["## Fig. 5: KL against generation length, Qwen3.5-4B (PG-19, teacher forcing)", "",
           "Paper: with the FP32 conventional decode as reference, shared single checkpoints "
@@ -204,7 +209,10 @@ def build(theory_paths, run_paths, out_path):
     L += sum((headline(r) for r in q), []) or [f"- Qwen3.5-4B: {NOT_MEASURED}."]
     L += ["", "Where and why they differ: " + ("see the numbers above against 0.136 and 0.0038."
                                               if q else "nothing to compare until a run exists."),
-          ""]
+          "", "Theory (Appendix C.6 section below): split precision's error is one rounding of "
+          "the high-precision state (Var D = s2 at every length), a shared checkpoint's "
+          "accumulates towards s2/(1 - alpha^2L); the accumulation table there gives the "
+          "measured factors for each format.", ""]
 
     L += ["## Fig. 12: the other three models", "",
           "Paper: the same behaviour on Nemotron-3-Nano-4B, Nemotron-3-Super-120B-A12B and "
@@ -269,9 +277,14 @@ def build(theory_paths, run_paths, out_path):
     else:
         diff = (f"nowhere where the assumptions hold ({len(judged)} resolved comparisons agree "
                 "within the tolerance).")
-    L += ["", "Where and why they differ: " + diff + " Where the assumptions are violated (the "
-          "reasons above), the measured variance exceeds the prediction, because correlated "
-          "errors add coherently instead of averaging out.", ""]
+    viol = [r for r in trows if r["assumption"] != "holds" and r["pred_var"] > 0]
+    above = sum(r["meas_var"] > (1 + tol_of(attrs)) * r["pred_var"] for r in viol)
+    below = sum(r["meas_var"] < (1 - tol_of(attrs)) * r["pred_var"] for r in viol)
+    L += ["", "Where and why they differ: " + diff + f" Where the assumptions are violated (the "
+          f"reasons above; {len(viol)} comparisons), the measured variance is above the "
+          f"prediction in {above} (correlated errors adding up instead of averaging out) and "
+          f"below it in {below} (an error that shrinks what it rounds acts as an extra decay); "
+          "the rest agree anyway.", ""]
     rc.write_text(out_path, "\n".join(L))
 
 
