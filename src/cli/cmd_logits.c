@@ -18,13 +18,14 @@
 #include "src/io/npy.h"
 #include "src/model/logits_h5.h"
 #include "src/model/model.h"
+#include "src/model_cuda/mc_model.h"
 #include "src/ssm/ssm_accept.h"
 #include "src/ssm/ssm_config.h"
 #include "src/tokens/token_source.h"
 
 #define USAGE                                                                              \
   "replayssm logits --model DIR --tokens FILE(.npy|.tok.zst) [--steps N] [--config STR] [--seed S] " \
-  "[--threads N] --out FILE.(h5|npy)"
+  "[--threads N] [--device cpu|cuda] --out FILE.(h5|npy)"
 
 static void print_help(void) {
   printf("usage: " USAGE "\n"
@@ -40,11 +41,13 @@ static void print_help(void) {
          "  --seed S       seed of stochastic rounding and spec acceptance (default 0)\n"
          "  --threads N    threads for the matrix-vector products (default 2; results do not\n"
          "                 depend on it)\n"
+         "  --device D     cpu (default) or cuda: the GPU runtime (docs/gpu-runtime.md; no spec\n"
+         "                 configurations or MoE blocks yet; exit 2 without a CUDA device)\n"
          "  --out FILE     .h5 or .npy, written atomically\n");
 }
 
 typedef struct {
-  const char *model, *tokens, *steps, *config, *seed, *threads, *out;
+  const char *model, *tokens, *steps, *config, *seed, *threads, *out, *device;
   int help;
 } logits_args;
 
@@ -55,7 +58,7 @@ static int parse_args(int argc, char **argv, logits_args *a) {
     const char **slot;
   } opts[] = {{"--model", &a->model},   {"--tokens", &a->tokens}, {"--steps", &a->steps},
               {"--config", &a->config}, {"--seed", &a->seed},     {"--threads", &a->threads},
-              {"--out", &a->out}};
+              {"--out", &a->out},       {"--device", &a->device}};
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -97,6 +100,32 @@ static int ends_with(const char *s, const char *suf) {
   return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* --device cuda: the GPU runtime decodes, the output is written as on the CPU path. */
+static int logits_cuda(const logits_args *a, const model *m, const ssm_config *cfg, uint64_t seed,
+                       const token_source *tok, int64_t N, int is_h5) {
+  char err[1024];
+  const int64_t V = m->cfg.V;
+  float *out = malloc((size_t)(N * V) * sizeof(float)); /* [N][V] */
+  if (!out) {
+    cli_error("logits", "out of memory for %" PRId64 " x %" PRId64 " logits", N, V);
+    return RSSM_ERR_IO;
+  }
+  int rc = mc_logits_decode(m, cfg, seed, tok->ids, N, out, err, sizeof err);
+  if (rc == RSSM_OK) {
+    char cs[256];
+    ssm_config_to_string(cfg, cs, sizeof cs);
+    if (is_h5) {
+      rc = logits_h5_write(a->out, out, N, V, a->model, a->tokens, cs, err, sizeof err);
+    } else {
+      int64_t dim[2] = {N, V};
+      rc = npy_save_f32(a->out, 2, dim, out, err, sizeof err);
+    }
+  }
+  if (rc != RSSM_OK) cli_error("logits", "%s", err);
+  free(out);
+  return rc;
+}
+
 int cmd_logits(int argc, char **argv) {
   logits_args a;
   int rc = parse_args(argc, argv, &a);
@@ -131,6 +160,15 @@ int cmd_logits(int argc, char **argv) {
     return 2;
   }
   model_set_threads((int)threads);
+  const int use_cuda = a.device && strcmp(a.device, "cpu") != 0;
+  if (use_cuda && strcmp(a.device, "cuda") != 0) {
+    cli_error("logits", "--device '%s': expected cpu or cuda", a.device);
+    return 2;
+  }
+  if (use_cuda && mc_device_check(err, sizeof err) != 0) {
+    cli_error("logits", "--device cuda: %s", err);
+    return 2;
+  }
 
   token_source tok; /* .npy or .tok.zst */
   rc = token_source_load(a.tokens, &tok, err, sizeof err);
@@ -168,6 +206,12 @@ int cmd_logits(int argc, char **argv) {
       return 2;
     }
 
+  if (use_cuda) {
+    rc = logits_cuda(&a, &m, &cfg, seed, &tok, N, is_h5);
+    model_free(&m);
+    token_source_free(&tok);
+    return rc;
+  }
   const int T = cfg.strategy == SSM_SPEC ? cfg.T : 1;
   if (T > 1024) {
     cli_error("logits", "--config '%s': T = %d (expected at most 1024 drafts)", cfg_text, T);

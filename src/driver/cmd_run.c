@@ -9,6 +9,7 @@
 #include "src/driver/experiment.h"
 #include "src/driver/run.h"
 #include "src/io/status.h"
+#include "src/model_cuda/mc_device_check.h"
 
 static const char *CMD = "run";
 
@@ -50,7 +51,7 @@ static int parse_shard(const char *v, int *i, int *n) {
 int cmd_run(int argc, char **argv) {
   static experiment e; /* large (configuration table): not on the stack */
   experiment_init(&e);
-  run_options o = {NULL, 2, 0, 0, 0, 1, 0, 0};
+  run_options o = {NULL, 2, 0, 0, 0, 1, 0, 0, 0};
   const char *file = NULL, *out = NULL, *device = "cpu";
   const char *model = NULL, *tokens = NULL, *reference = NULL, *seed = NULL;
   const char *configs[EXP_MAX_CONFIGS];
@@ -136,11 +137,16 @@ int cmd_run(int argc, char **argv) {
     return 2;
   }
   if (strcmp(device, "cpu") != 0) {
-    if (strcmp(device, "cuda") == 0)
-      cli_error(CMD, "--device cuda: the CUDA decoding path is not built yet (use --device cpu)");
-    else
+    char derr[512];
+    if (strcmp(device, "cuda") != 0) {
       cli_error(CMD, "--device '%s' (expected cpu or cuda)", device);
-    return 2;
+      return 2;
+    }
+    if (mc_device_check(derr, sizeof derr) != 0) {
+      cli_error(CMD, "--device cuda: %s", derr);
+      return 2;
+    }
+    o.cuda = 1; /* the GPU block engine (docs/gpu-runtime.md) */
   }
   char err[2048];
   int rc;

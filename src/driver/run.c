@@ -14,6 +14,7 @@
 #include "src/cli/cli_util.h"
 #include "src/driver/metrics.h"
 #include "src/driver/parallel.h"
+#include "src/driver/run_engine.h"
 #include "src/driver/run_h5.h"
 #include "src/driver/run_internal.h"
 #include "src/io/status.h"
@@ -195,6 +196,7 @@ static void runner_free(runner *r) {
   free(r->round);
   free(r->dead);
   run_data_free(&r->d);
+  run_engine_close(r->engine); /* after its row views (the decoders above), before the model */
   rssm_model_close(r->m);
   memset(r, 0, sizeof *r);
 }
@@ -315,8 +317,14 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   fp = crc32(fp, (const Bytef *)d->shard, (uInt)strlen(d->shard));
   fp = crc32(fp, (const Bytef *)d->model_checksum, (uInt)strlen(d->model_checksum));
   fp = crc32(fp, (const Bytef *)d->tokens_checksum, (uInt)strlen(d->tokens_checksum));
+  if (o->cuda) fp = crc32(fp, (const Bytef *)"cuda", 4); /* GPU row states are another format */
   r->fingerprint = ((uint64_t)fp << 32) ^ (uint64_t)(r->K * 1000003 + r->N);
-  /* decoders */
+  /* decoders: the GPU engine opens row views of its batch instead */
+  if (o->cuda) {
+    rc = run_engine_open(r, &r->engine, m, sizeof m);
+    if (rc != RSSM_OK) snprintf(err, errlen, "--device cuda: %s", m);
+    return rc;
+  }
   for (int64_t k = 0; k < r->K; k++) {
     rssm_decoder_params dp = {&e->reference, e->seed, (uint32_t)(lo + k), r->N + r->Tmax};
     rc = rssm_decoder_open(r->m, &dp, &r->ref[k], m, sizeof m);
@@ -452,11 +460,16 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     }
     r.base = r.b0 - keep;
     r.nrows = keep + (b1 - r.b0);
-    rc = parallel_for(r.K, o->threads, ref_item, &p);
-    if (rc == RSSM_OK) rc = parallel_for(r.K * r.C, o->threads, pair_item, &p);
-    if (rc != RSSM_OK) {
-      snprintf(err, errlen, "%s", p.err);
-      break;
+    if (r.engine) {
+      rc = run_engine_block(r.engine, &r, b1, err, errlen);
+      if (rc != RSSM_OK) break;
+    } else {
+      rc = parallel_for(r.K, o->threads, ref_item, &p);
+      if (rc == RSSM_OK) rc = parallel_for(r.K * r.C, o->threads, pair_item, &p);
+      if (rc != RSSM_OK) {
+        snprintf(err, errlen, "%s", p.err);
+        break;
+      }
     }
     r.b0 = b1;
     int64_t done = min_cursor(&r);

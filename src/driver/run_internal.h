@@ -9,6 +9,8 @@
 #include "src/driver/experiment.h"
 #include "src/driver/run_data.h"
 
+struct run_engine; /* run_engine.h */
+
 typedef struct {
   const experiment *e;
   run_data d;              /* metric buffers for this shard's K rows */
@@ -29,6 +31,7 @@ typedef struct {
   int64_t b0;              /* first step of the next block; every reference is there */
   int64_t written;         /* columns in the HDF5 file */
   uint64_t fingerprint;    /* of the effective experiment and shard: checkpoints must match */
+  struct run_engine *engine; /* --device cuda: advances every row; NULL on the CPU path */
 } runner;
 
 /* Checkpoint file: writes the whole state atomically / restores it into a runner whose decoders

@@ -118,13 +118,36 @@ Test(experiment, labels_without_control_characters) {
   expect_refused(text, (const char *[]){at(5), "section name longer than 49", NULL});
 }
 
-Test(experiment, device_cuda_not_built_yet) {
+/* --device cuda (docs/gpu-runtime.md): exit 2 and one line, whichever applies here: a build
+ * without CUDA, a machine without a device (CI), or, on a GPU machine, the toy model (the GPU
+ * runtime needs a Hugging Face directory). */
+static int cuda_refusal(const char *e) {
+  return strstr(e, "--device cuda: ") &&
+         (strstr(e, "built without CUDA") || strstr(e, "no CUDA device") ||
+          strstr(e, "needs a Hugging Face model directory"));
+}
+
+Test(experiment, device_cuda_refused_clearly) {
   put_text(ini, "model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
                   "config = replay L=16 ckpt=fp32\n");
   const char *args[] = {"run", ini, "--out", outf, "--device", "cuda", NULL};
   cr_assert_eq(rssm(errf, args), 2);
   char *e = slurp(errf, NULL);
-  cr_assert(is_one_line(e) && strstr(e, "not built yet"), "%s", e);
+  cr_assert(is_one_line(e) && cuda_refusal(e), "%s", e);
+  free(e);
+}
+
+Test(experiment, logits_device_cuda_without_a_device) {
+  /* only meaningful where no GPU is usable (CI); on a GPU machine the command would decode */
+  if (getenv("RSSM_TEST_HAVE_GPU")) return;
+  const char *args[] = {"logits", "--device", "cuda", "--model",
+                        RSSM_SOURCE_DIR "/tests/fixtures/nemotron_h", "--tokens",
+                        RSSM_SOURCE_DIR "/tests/fixtures/nemotron_h/tokens.npy", "--out",
+                        outf, NULL};
+  cr_assert_eq(rssm(errf, args), 2);
+  char *e = slurp(errf, NULL);
+  cr_assert(is_one_line(e) && strstr(e, "--device cuda: ") &&
+                (strstr(e, "built without CUDA") || strstr(e, "no CUDA device")), "%s", e);
   free(e);
 }
 

@@ -1,0 +1,142 @@
+/* Kernels of the GPU forward (docs/gpu-runtime.md): host launchers, C linkage. Every launcher
+ * is asynchronous on the caller's stream (a cudaStream_t passed as void *), allocates nothing
+ * and makes no host decision from device data, so a step can be captured in a CUDA Graph.
+ * All arrays are device pointers, row-major; R is the number of batch rows (configuration-major,
+ * row = c K + k). Each kernel's CPU reference is the function of the same name in mc_ref.h,
+ * written in the CPU runtime's order of operations (the layer files of src/model); docs/gpu-runtime.md says
+ * which kernels are bit-identical to it and which differ by a few ulp (transcendentals) or by
+ * summation order (attention, metrics). Launchers return 0, or -1 when the launch failed
+ * (cudaGetLastError). */
+#ifndef RSSM_MODEL_CUDA_MC_KERNELS_H
+#define RSSM_MODEL_CUDA_MC_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = x * rsqrt(mean(x^2) + eps) * (plus_one ? 1 + w : w) over each group of gs elements; a row
+ * holds ngroups groups starting at element 0, rows are ld floats apart (x and y alike). w: NULL
+ * (no weight), [gs] shared by every group (w_per_group 0), or [ngroups][gs] (w_per_group 1).
+ * The sum of squares is dot_f32's (8 interleaved partial sums, then the pairwise tree):
+ * bit-identical to src/model/linalg.c's rmsnorm. x == y is allowed. */
+int mc_rmsnorm(const float *x /* [R][ld] */, float *y /* [R][ld] */, int R, int ngroups, int gs,
+               int64_t ld, const float *w, int w_per_group, int plus_one, float eps,
+               void *stream);
+
+/* h[r] = embed[tok[r]] (H floats). tok: device [R]; ids are checked by the host before upload. */
+int mc_embed(const float *embed /* [V][H] */, const int64_t *tok /* [R] */, float *h /* [R][H] */,
+             int R, int64_t H, void *stream);
+
+/* One causal depthwise conv step with SiLU, then the window shift:
+ * out[r][c] = silu(sum_{k<K-1} w[c][k] win[r][k][c] + w[c][K-1] x[r][c] (+ bias[c]));
+ * afterwards win[r] holds its last K-2 rows followed by x[r]. Sum in ascending k from 0.0f
+ * (conv_silu in layer_gdn.c with n = 1). x rows are ldx floats apart (a slice of a projection). */
+int mc_conv_step(float *win /* [R][K-1][C] */, const float *x /* [R][ldx] */, int64_t ldx,
+                 const float *w /* [C][K] */, const float *bias /* [C] or NULL */,
+                 float *out /* [R][C] */, int R, int64_t C, int K, void *stream);
+
+/* GDN inputs of the engine from the conv output cv [R][2 Hk dk + Hv dv] (q | k | v) and the
+ * projections ba [R][ldba] (b at column b_off, a at a_off, Hv each):
+ *   q[r][hk] = l2norm(q) * dk^-1/2, k[r][hk] = l2norm(k) (x / sqrtf(dot_f32(x, x) + 1e-6f)),
+ *   v[r] = the v slice (copied to a contiguous [R][Hv][dv] array for the engine),
+ *   alpha = expf(-expf(A_log) * softplus(a + dt_bias)), beta = sigmoid(b). */
+int mc_gdn_prep(const float *cv /* [R][conv_dim] */, const float *ba /* [R][ldba] */,
+                int64_t ldba, int64_t b_off, int64_t a_off, const float *A_log /* [Hv] */,
+                const float *dt_bias /* [Hv] */, float *q /* [R][Hk][dk] */,
+                float *k /* [R][Hk][dk] */, float *v /* [R][Hv][dv] */,
+                float *alpha /* [R][Hv] */, float *beta /* [R][Hv] */, int R, int Hk, int Hv,
+                int dk, int dv, void *stream);
+
+/* y[r][i] = y[r][i] * silu(z[r][i]) for i < n (the GDN gate after its per-head norm). */
+int mc_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ldz, int R,
+                int64_t n, void *stream);
+
+/* Mamba-2 engine inputs from zx [R][in_rows] (z | xBC | dt) and the conv output cv [R][conv_dim]
+ * (x | B | C): delta = softplus(dt + dt_bias) (no clamp), alpha = expf(delta * -expf(A_log)),
+ * v = delta * x [R][Hm][P], Bm, Cm [R][G][N] copies. */
+int mc_mamba2_prep(const float *zx /* [R][in_rows] */, int64_t in_rows, int64_t dt_off,
+                   const float *cv /* [R][conv_dim] */, int64_t conv_dim,
+                   const float *A_log /* [Hm] */, const float *dt_bias /* [Hm] */,
+                   float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
+                   float *Bm /* [R][G][N] */, float *Cm /* [R][G][N] */, int R, int Hm, int P,
+                   int G, int N, void *stream);
+
+/* Mamba-2 output gate before the group norm: t[r][h][p] = (o + D[h] x) * silu(z), with x the
+ * first d_inner columns of cv and z the first d_inner of zx. */
+int mc_mamba2_gate(const float *o /* [R][Hm][P] */, const float *cv /* [R][conv_dim] */,
+                   int64_t conv_dim, const float *zx /* [R][in_rows] */, int64_t in_rows,
+                   const float *D /* [Hm] */, float *t /* [R][Hm][P] */, int R, int Hm, int P,
+                   void *stream);
+
+/* Attention inputs at each row's position pos[r] from qkv [R][ldqkv] = queries [nH][D]
+ * (then gates [nH][D] when gated) | k [nKV][D] | v [nKV][D]:
+ *   gated (Qwen): q and k heads get the (1+w) RMSNorm (q_norm / k_norm [D]) and half-split RoPE
+ *   on dims [0, rd) with the host tables cos/sin [max_ctx][rd/2];
+ *   plain (Nemotron-H): copied.
+ * Queries go to q [R][nH][D]; k and v to the caches at [r][pos[r]]. */
+int mc_qk_prepare(const float *qkv /* [R][ldqkv] */, int64_t ldqkv, int gated,
+                  const float *q_norm /* [D] or NULL */, const float *k_norm /* [D] or NULL */,
+                  const float *rope_cos /* [max_ctx][rd/2] or NULL */,
+                  const float *rope_sin /* [max_ctx][rd/2] or NULL */, int rd, float eps,
+                  const int *pos /* [R] */, float *q /* [R][nH][D] */,
+                  float *kcache /* [R][max_ctx][nKV][D] */,
+                  float *vcache /* [R][max_ctx][nKV][D] */, int64_t max_ctx, int R, int nH,
+                  int nKV, int D, void *stream);
+
+/* Split-K attention decode: o[r][h] = softmax_j(q . k_j / sqrt(D)) v_j over j <= pos[r], GQA
+ * (head h reads kv head h / (nH / nKV)); gated: o *= sigmoid(gate) with the gates at column
+ * nH*D of qkv. Chunks of MC_ATTN_CHUNK positions; the grid is sized for max_ctx and chunks past
+ * pos[r] exit at once (graph replay at any position). Scratch: part_ml [R][nH][nchunk][2],
+ * part_acc [R][nH][nchunk][D], nchunk = ceil(max_ctx / MC_ATTN_CHUNK). */
+#define MC_ATTN_CHUNK 256
+int mc_attn_decode(const float *q /* [R][nH][D] */, const float *kcache, const float *vcache,
+                   const int *pos /* [R] */, int64_t max_ctx, const float *gate_src /* qkv or NULL */,
+                   int64_t ldgate, float *part_ml, float *part_acc, float *o /* [R][nH][D] */,
+                   int R, int nH, int nKV, int D, void *stream);
+
+/* act[r][i] = silu(gu[r][i]) * gu[r][I + i] (SwiGLU; gu = gate | up) or, relu2, with gu = up:
+ * act = max(up, 0)^2. */
+int mc_swiglu(const float *gu /* [R][2I] */, float *act /* [R][I] */, int R, int64_t I,
+              void *stream);
+int mc_relu2(const float *up /* [R][I] */, float *act /* [R][I] */, int R, int64_t I,
+             void *stream);
+
+/* h[i] = h[i] + y[i] over n floats. */
+int mc_add(float *h, const float *y, int64_t n, void *stream);
+
+/* Copy n floats of each row: dst[r][i] = src[r][i], rows lds / ldd floats apart. */
+int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,
+                 void *stream);
+
+/* ---- metrics (mc_metrics.cu) ---------------------------------------------------------------
+ * Rows are configuration-major with K windows: row c K + k; c = 0 is the reference. */
+typedef struct {
+  float lse;      /* log sum exp(x - max) as metrics_log_softmax computes it */
+  float max;      /* largest logit */
+  int32_t argmax; /* first index of the largest logit */
+  int32_t finite; /* 0 when some logit is not finite (then the rest is unset) */
+} mc_row_stats;
+
+typedef struct {
+  float kl, nll, dp;  /* SPEC section 5; kl = 0, dp = 0 on reference rows */
+  int32_t top1;       /* argmax agreement with the reference row; 1 on reference rows */
+  int32_t finite;     /* this row's logits were finite */
+  int32_t argmax;
+} mc_row_metrics;
+
+/* stats[r] of logits [R][V]. */
+int mc_row_stats_launch(const float *logits /* [R][V] */, int R, int64_t V,
+                        mc_row_stats *stats /* [R] */, void *stream);
+/* out[r] for every row: nll against target[k] (k = r % K), and for c > 0 kl, dp, top1 against
+ * row k. A reference row that is not finite leaves its configuration rows' kl etc. meaningless
+ * (the driver refuses a non-finite reference). */
+int mc_row_metrics_launch(const float *logits /* [R][V] */, const mc_row_stats *stats /* [R] */,
+                          const int64_t *target /* [K] */, int R, int K, int64_t V,
+                          mc_row_metrics *out /* [R] */, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,733 @@
+/* Device model and batched forward (mc_model.h, docs/gpu-runtime.md).
+ *
+ * One step for R = C x K rows: embedding; per block RMSNorm, one GEMM for the block's input
+ * projection (weights concatenated at upload: GDN [qkv | z | b | a], attention
+ * [q (+gates) | k | v], SwiGLU [gate | up]), the glue kernels, the SSM engine per configuration
+ * (rows c K .. c K + K - 1 are the engine's [B] rows, contiguous because the batch is
+ * configuration-major), the output GEMM and the residual add; the final norm, lm_head and the
+ * metrics. GEMMs: cublasSgemm, fp32 in and out, CUBLAS_DEFAULT_MATH (no TF32), on fixed tiles of
+ * MC_ROW_TILE rows (row-count invariance; the scratch is padded to a multiple of the tile and
+ * its padding rows stay zero, and rows never mix in a GEMM). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/model_cuda/mc_model.h"
+#include "src/model_cuda/mc_ref.h"
+#include "src/model_cuda/mc_ssm_rows.h"
+#include "src/ssm_cuda/ssm_cuda.h"
+
+namespace {
+
+struct mc_block {
+  int kind, layer;
+  float *norm;            /* [H] pre-norm */
+  float *w_in;            /* [in_rows][H] concatenated input projection */
+  int64_t in_rows;
+  float *w_out;           /* [H][out_cols] output projection (MLP: down) */
+  int64_t out_cols;
+  float *conv_w;          /* [conv_dim][K] SSM blocks */
+  float *conv_b;          /* [conv_dim] Mamba-2 with conv bias, else NULL */
+  float *A_log, *dt_bias; /* [heads] SSM blocks */
+  float *D;               /* [Hm] Mamba-2 */
+  float *vnorm;           /* GDN [dv]; Mamba-2 [d_inner] (per group slices) */
+  float *q_norm, *k_norm; /* [head_dim] Qwen attention, else NULL */
+};
+
+int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+int64_t conv_channels(const model_config *c, int kind) {
+  if (kind == BK_GDN) return 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv;
+  return c->m_heads * c->m_head_dim + 2 * c->m_groups * c->m_state;
+}
+
+}  // namespace
+
+struct mc_model {
+  const model *cpu;
+  float *embed;      /* [V][H] */
+  float *final_norm; /* [H] */
+  float *lm_head;    /* [V][H]; == embed when tied */
+  int nblocks;
+  mc_block *blocks;  /* [nblocks] host array of device pointers */
+  int64_t bytes;
+  int64_t max_in_rows, max_out_cols;
+};
+
+namespace {
+
+/* A device array filled from up to four host pieces laid end to end ([n0 | n1 | n2 | n3]). */
+float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullptr, int64_t n1 = 0,
+              const float *p2 = nullptr, int64_t n2 = 0, const float *p3 = nullptr,
+              int64_t n3 = 0) {
+  const int64_t n = n0 + n1 + n2 + n3;
+  float *d = nullptr;
+  if (n <= 0 || cudaMalloc(&d, (size_t)n * sizeof(float)) != cudaSuccess) return nullptr;
+  const float *ps[4] = {p0, p1, p2, p3};
+  const int64_t ns[4] = {n0, n1, n2, n3};
+  int64_t at = 0;
+  for (int i = 0; i < 4; i++) {
+    if (ns[i] > 0 &&
+        cudaMemcpy(d + at, ps[i], (size_t)ns[i] * sizeof(float), cudaMemcpyHostToDevice) !=
+            cudaSuccess) {
+      cudaFree(d);
+      return nullptr;
+    }
+    at += ns[i];
+  }
+  g->bytes += n * (int64_t)sizeof(float);
+  return d;
+}
+
+void block_free(mc_block *b) {
+  float *ps[] = {b->norm, b->w_in, b->w_out, b->conv_w, b->conv_b, b->A_log,
+                 b->dt_bias, b->D, b->vnorm, b->q_norm, b->k_norm};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) cudaFree(ps[i]);
+  memset(b, 0, sizeof *b);
+}
+
+/* Upload one block; returns 0, 1 for an unsupported kind, -1 when out of device memory. */
+int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *b) {
+  const model_config *c = &m->cfg;
+  const int64_t H = c->H;
+  b->kind = w->kind;
+  b->layer = w->layer;
+  if (!(b->norm = upload(g, w->norm, H))) return -1;
+  switch (w->kind) {
+    case BK_GDN: {
+      const int64_t conv_dim = conv_channels(c, BK_GDN), vd = c->gdn_hv * c->gdn_dv;
+      b->in_rows = conv_dim + vd + 2 * c->gdn_hv;
+      b->w_in = upload(g, w->gdn.w_qkv, conv_dim * H, w->gdn.w_z, vd * H, w->gdn.w_b,
+                       c->gdn_hv * H, w->gdn.w_a, c->gdn_hv * H);
+      b->out_cols = vd;
+      b->w_out = upload(g, w->gdn.w_out, H * vd);
+      b->conv_w = upload(g, w->gdn.conv_w, conv_dim * c->gdn_kernel);
+      b->A_log = upload(g, w->gdn.A_log, c->gdn_hv);
+      b->dt_bias = upload(g, w->gdn.dt_bias, c->gdn_hv);
+      b->vnorm = upload(g, w->gdn.norm, c->gdn_dv);
+      return b->w_in && b->w_out && b->conv_w && b->A_log && b->dt_bias && b->vnorm ? 0 : -1;
+    }
+    case BK_MAMBA2: {
+      const int64_t conv_dim = conv_channels(c, BK_MAMBA2), di = c->m_heads * c->m_head_dim;
+      b->in_rows = di + conv_dim + c->m_heads;
+      b->w_in = upload(g, w->mamba.w_in, b->in_rows * H);
+      b->out_cols = di;
+      b->w_out = upload(g, w->mamba.w_out, H * di);
+      b->conv_w = upload(g, w->mamba.conv_w, conv_dim * c->m_kernel);
+      if (w->mamba.conv_b && !(b->conv_b = upload(g, w->mamba.conv_b, conv_dim))) return -1;
+      b->A_log = upload(g, w->mamba.A_log, c->m_heads);
+      b->dt_bias = upload(g, w->mamba.dt_bias, c->m_heads);
+      b->D = upload(g, w->mamba.D, c->m_heads);
+      b->vnorm = upload(g, w->mamba.norm, di);
+      return b->w_in && b->w_out && b->conv_w && b->A_log && b->dt_bias && b->D && b->vnorm ? 0
+                                                                                            : -1;
+    }
+    case BK_QATTN:
+    case BK_NATTN: {
+      const int gated = w->kind == BK_QATTN;
+      const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+      const int64_t qrows = gated ? 2 * qd : qd;
+      b->in_rows = qrows + 2 * kvd;
+      b->w_in = upload(g, w->attn.w_q, qrows * H, w->attn.w_k, kvd * H, w->attn.w_v, kvd * H);
+      b->out_cols = qd;
+      b->w_out = upload(g, w->attn.w_o, H * qd);
+      if (gated) {
+        b->q_norm = upload(g, w->attn.q_norm, c->head_dim);
+        b->k_norm = upload(g, w->attn.k_norm, c->head_dim);
+        if (!b->q_norm || !b->k_norm) return -1;
+      }
+      return b->w_in && b->w_out ? 0 : -1;
+    }
+    case BK_SWIGLU:
+    case BK_RELU2: {
+      const int64_t I = w->mlp.I;
+      b->in_rows = w->kind == BK_SWIGLU ? 2 * I : I;
+      b->w_in = w->kind == BK_SWIGLU ? upload(g, w->mlp.w_gate, I * H, w->mlp.w_up, I * H)
+                                     : upload(g, w->mlp.w_up, I * H);
+      b->out_cols = I;
+      b->w_out = upload(g, w->mlp.w_down, H * I);
+      return b->w_in && b->w_out ? 0 : -1;
+    }
+    default:
+      return 1; /* MoE: not yet */
+  }
+}
+
+}  // namespace
+
+extern "C" int mc_model_upload(const model *m, mc_model **out, char *err, size_t errlen) {
+  *out = nullptr;
+  if (mc_device_check(err, errlen) != 0) return RSSM_ERR_INPUT;
+  mc_model *g = (mc_model *)calloc(1, sizeof *g);
+  if (!g) return fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
+  g->cpu = m;
+  const model_config *c = &m->cfg;
+  const int64_t H = c->H, V = c->V;
+  g->nblocks = m->nblocks;
+  g->blocks = (mc_block *)calloc((size_t)(m->nblocks > 0 ? m->nblocks : 1), sizeof(mc_block));
+  int rc = RSSM_OK;
+  if (!g->blocks) {
+    rc = RSSM_ERR_IO;
+    fail(err, errlen, "out of host memory");
+  }
+  if (rc == RSSM_OK) {
+    g->embed = upload(g, m->embed, V * H);
+    g->final_norm = upload(g, m->final_norm, H);
+    g->lm_head = m->lm_head == m->embed ? g->embed : upload(g, m->lm_head, V * H);
+    if (!g->embed || !g->final_norm || !g->lm_head) {
+      rc = RSSM_ERR_IO;
+      fail(err, errlen, "out of device memory for the embedding and lm_head (%lld floats)",
+           (long long)(2 * V * H));
+    }
+  }
+  for (int i = 0; rc == RSSM_OK && i < m->nblocks; i++) {
+    int r = block_upload(g, m, &m->blocks[i], &g->blocks[i]);
+    if (r > 0) {
+      rc = RSSM_ERR_INPUT;
+      fail(err, errlen, "layer %d: %s blocks are not supported on the GPU yet (use --device cpu)",
+           m->blocks[i].layer, block_kind_name((block_kind)m->blocks[i].kind));
+    } else if (r < 0) {
+      rc = RSSM_ERR_IO;
+      fail(err, errlen, "layer %d: out of device memory uploading the weights (%lld bytes so far)",
+           m->blocks[i].layer, (long long)g->bytes);
+    } else {
+      if (g->blocks[i].in_rows > g->max_in_rows) g->max_in_rows = g->blocks[i].in_rows;
+      if (g->blocks[i].out_cols > g->max_out_cols) g->max_out_cols = g->blocks[i].out_cols;
+    }
+  }
+  if (rc != RSSM_OK) {
+    mc_model_free(g);
+    return rc;
+  }
+  *out = g;
+  return RSSM_OK;
+}
+
+extern "C" void mc_model_free(mc_model *g) {
+  if (!g) return;
+  if (g->blocks)
+    for (int i = 0; i < g->nblocks; i++) block_free(&g->blocks[i]);
+  free(g->blocks);
+  if (g->lm_head != g->embed) cudaFree(g->lm_head);
+  cudaFree(g->embed);
+  cudaFree(g->final_norm);
+  free(g);
+}
+
+extern "C" int64_t mc_model_bytes(const mc_model *g) { return g ? g->bytes : 0; }
+
+/* ------------------------------------------------------------------ batch ------------------ */
+
+struct mc_batch {
+  const mc_model *g;
+  int C, K, R, Rpad;
+  int64_t max_ctx, pos;
+  ssm_config *cfgs;          /* [C] */
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  void *blas_ws;             /* cuBLAS workspace (no allocation inside a step or a capture) */
+  /* per block (NULL where the block has none) */
+  float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */
+  float **kc, **vc;          /* [nblocks] -> [R][max_ctx][nKV][D] */
+  ssm_cuda_state **eng;      /* [nblocks] -> [C] states of K rows each */
+  /* scratch */
+  float *h, *u, *y;          /* [Rpad][H] residual, normed input, block output */
+  float *proj;               /* [Rpad][max_in_rows] input projection */
+  float *act;                /* [Rpad][max_out_cols] input of the output projection */
+  float *cv;                 /* [R][max conv_dim] conv output */
+  float *e_alpha, *e_beta;   /* [R][max SSM heads] engine inputs */
+  float *e_v, *e_o;          /* [R][max H*dv] engine input v and output */
+  float *e_k, *e_q;          /* [R][max G*dk] */
+  float *aq;                 /* [R][nH][D] attention queries */
+  float *part_ml, *part_acc; /* split-K scratch (mc_attn_decode) */
+  float *logits;             /* [Rpad][V] */
+  float *rope_cos, *rope_sin;/* [max_ctx][rd/2], host-computed (bit-identical RoPE) */
+  mc_row_stats *stats;       /* [R] */
+  mc_row_metrics *met;       /* [R] */
+  int64_t *tok, *tgt;        /* [R] tokens of the step, [K] targets */
+  int *pos_d;                /* [R] */
+  int64_t *h_tok;            /* host [R] */
+  int *h_pos;                /* host [R] */
+  int64_t dev_bytes;
+  int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
+};
+
+namespace {
+
+int dalloc(mc_batch *b, void **p, int64_t bytes) {
+  if (bytes <= 0) bytes = 4;
+  if (cudaMalloc(p, (size_t)bytes) != cudaSuccess) return -1;
+  if (cudaMemset(*p, 0, (size_t)bytes) != cudaSuccess) return -1;
+  b->dev_bytes += bytes;
+  return 0;
+}
+#define DALLOC(b, ptr, bytes) dalloc((b), (void **)&(ptr), (bytes))
+
+int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile. */
+int gemm(mc_batch *b, const float *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
+         float *Y /* [Rpad][ldy] */, int64_t ldy) {
+  const float one = 1.0f, zero = 0.0f;
+  for (int r0 = 0; r0 < b->Rpad; r0 += MC_ROW_TILE)
+    if (cublasSgemm(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, W,
+                    (int)cols, X + (int64_t)r0 * cols, (int)cols, &zero, Y + (int64_t)r0 * ldy,
+                    (int)ldy) != CUBLAS_STATUS_SUCCESS)
+      return -1;
+  return 0;
+}
+
+}  // namespace
+
+extern "C" void mc_batch_free(mc_batch *b) {
+  if (!b) return;
+  const int nb = b->g ? b->g->nblocks : 0;
+  for (int i = 0; i < nb; i++) {
+    if (b->conv_win) cudaFree(b->conv_win[i]);
+    if (b->kc) cudaFree(b->kc[i]);
+    if (b->vc) cudaFree(b->vc[i]);
+    if (b->eng && b->eng[i]) {
+      for (int c = 0; c < b->C; c++) ssm_cuda_free(&b->eng[i][c]);
+      free(b->eng[i]);
+    }
+  }
+  free(b->conv_win);
+  free(b->kc);
+  free(b->vc);
+  free(b->eng);
+  void *ds[] = {b->h, b->u, b->y, b->proj, b->act, b->cv, b->e_alpha, b->e_beta, b->e_v,
+                b->e_o, b->e_k, b->e_q, b->aq, b->part_ml, b->part_acc, b->logits,
+                b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
+                b->blas_ws};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
+  if (b->blas) cublasDestroy(b->blas);
+  if (b->stream) cudaStreamDestroy(b->stream);
+  free(b->cfgs);
+  free(b->h_tok);
+  free(b->h_pos);
+  free(b);
+}
+
+extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs, int C,
+                              int K, uint64_t seed, const uint32_t *sequences, int64_t max_ctx,
+                              char *err, size_t errlen) {
+  *out = nullptr;
+  const model *m = g->cpu;
+  const model_config *c = &m->cfg;
+  if (C < 1 || K < 1 || (int64_t)C * K > 65535 || max_ctx < 1 || max_ctx > INT32_MAX) {
+    fail(err, errlen, "batch of %d configurations x %d windows, context %lld (expected at least "
+         "one of each, at most 65535 rows and 2^31 positions)", C, K, (long long)max_ctx);
+    return RSSM_ERR_INPUT;
+  }
+  for (int i = 0; i < C; i++)
+    if (cfgs[i].strategy == SSM_SPEC) {
+      fail(err, errlen, "configuration '%s': spec configurations are not supported on the GPU yet "
+           "(use --device cpu)", cfgs[i].name);
+      return RSSM_ERR_INPUT;
+    }
+  mc_batch *b = (mc_batch *)calloc(1, sizeof *b);
+  if (!b) return fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
+  b->g = g;
+  b->C = C;
+  b->K = K;
+  b->R = C * K;
+  b->Rpad = (b->R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+  b->max_ctx = max_ctx;
+  const int R = b->R, Rp = b->Rpad, nb = g->nblocks;
+  const int64_t H = c->H, V = c->V, F = (int64_t)sizeof(float);
+
+  /* the memory this batch needs, checked before allocating anything big */
+  int64_t need = 3 * Rp * H * F + Rp * (g->max_in_rows + g->max_out_cols + V) * F;
+  int64_t max_conv = 0, max_heads = 1, max_vd = 1, max_gk = 1;
+  const int64_t kvd = c->n_kv_heads * c->head_dim, qd = c->n_heads * c->head_dim;
+  const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
+  for (int i = 0; i < nb; i++) {
+    const int kind = m->blocks[i].kind;
+    if (kind == BK_GDN || kind == BK_MAMBA2) {
+      const int64_t cd = conv_channels(c, kind), Kc = kind == BK_GDN ? c->gdn_kernel : c->m_kernel;
+      max_conv = max64(max_conv, cd);
+      need += R * (Kc - 1) * cd * F;
+      /* engine: checkpoint (<= fp32) + scratch S per row, an estimate that ignores the ring */
+      const int64_t hs = kind == BK_GDN ? c->gdn_hv * c->gdn_dv * c->gdn_dk
+                                        : c->m_heads * c->m_head_dim * c->m_state;
+      need += 2 * R * hs * F;
+      max_heads = max64(max_heads, kind == BK_GDN ? c->gdn_hv : c->m_heads);
+      max_vd = max64(max_vd, kind == BK_GDN ? c->gdn_hv * c->gdn_dv : c->m_heads * c->m_head_dim);
+      max_gk = max64(max_gk, kind == BK_GDN ? c->gdn_hk * c->gdn_dk : c->m_groups * c->m_state);
+    } else if (kind == BK_QATTN || kind == BK_NATTN) {
+      need += 2 * R * max_ctx * kvd * F;
+    }
+  }
+  if (m->n_attn > 0) need += R * c->n_heads * nchunk * (2 + c->head_dim) * F + R * qd * F;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    mc_batch_free(b);
+    return fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
+  }
+  if (need > (int64_t)free_b) {
+    fail(err, errlen, "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
+         "has %.1f GiB free", (double)need / 1073741824.0, R, (long long)max_ctx,
+         (double)free_b / 1073741824.0);
+    mc_batch_free(b);
+    return RSSM_ERR_INPUT;
+  }
+
+  int ok = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) == cudaSuccess;
+  ok = ok && cublasCreate(&b->blas) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasSetStream(b->blas, b->stream) == CUBLAS_STATUS_SUCCESS;
+  /* fp32 math, no TF32: the precision of every configuration, the reference included */
+  ok = ok && cublasSetMathMode(b->blas, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS;
+  const int64_t ws = 32 << 20;
+  ok = ok && DALLOC(b, b->blas_ws, ws) == 0;
+  ok = ok && cublasSetWorkspace(b->blas, b->blas_ws, (size_t)ws) == CUBLAS_STATUS_SUCCESS;
+  b->cfgs = (ssm_config *)malloc((size_t)C * sizeof(ssm_config));
+  b->conv_win = (float **)calloc((size_t)nb + 1, sizeof(float *));
+  b->kc = (float **)calloc((size_t)nb + 1, sizeof(float *));
+  b->vc = (float **)calloc((size_t)nb + 1, sizeof(float *));
+  b->eng = (ssm_cuda_state **)calloc((size_t)nb + 1, sizeof(ssm_cuda_state *));
+  b->h_tok = (int64_t *)calloc((size_t)R, sizeof(int64_t));
+  b->h_pos = (int *)calloc((size_t)R, sizeof(int));
+  ok = ok && b->cfgs && b->conv_win && b->kc && b->vc && b->eng && b->h_tok && b->h_pos;
+  if (!ok) {
+    mc_batch_free(b);
+    return fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
+           RSSM_ERR_IO;
+  }
+  memcpy(b->cfgs, cfgs, (size_t)C * sizeof(ssm_config));
+  ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->u, Rp * H * F) == 0 &&
+       DALLOC(b, b->y, Rp * H * F) == 0 && DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
+       DALLOC(b, b->act, Rp * max64(g->max_out_cols, 1) * F) == 0 &&
+       DALLOC(b, b->cv, R * max64(max_conv, 1) * F) == 0 &&
+       DALLOC(b, b->e_alpha, R * max_heads * F) == 0 && DALLOC(b, b->e_beta, R * max_heads * F) == 0 &&
+       DALLOC(b, b->e_v, R * max_vd * F) == 0 && DALLOC(b, b->e_o, R * max_vd * F) == 0 &&
+       DALLOC(b, b->e_k, R * max_gk * F) == 0 && DALLOC(b, b->e_q, R * max_gk * F) == 0 &&
+       DALLOC(b, b->logits, Rp * V * F) == 0 &&
+       DALLOC(b, b->stats, R * (int64_t)sizeof(mc_row_stats)) == 0 &&
+       DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
+       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, K * 8) == 0 &&
+       DALLOC(b, b->pos_d, R * 4) == 0;
+  if (ok && m->n_attn > 0) {
+    ok = DALLOC(b, b->aq, R * qd * F) == 0 &&
+         DALLOC(b, b->part_ml, R * c->n_heads * nchunk * 2 * F) == 0 &&
+         DALLOC(b, b->part_acc, R * c->n_heads * nchunk * c->head_dim * F) == 0;
+    const int half = (int)(c->rotary_dim / 2);
+    if (ok && half > 0) {
+      float *hc = (float *)malloc((size_t)(max_ctx * half) * sizeof(float));
+      float *hs = (float *)malloc((size_t)(max_ctx * half) * sizeof(float));
+      ok = hc && hs && DALLOC(b, b->rope_cos, max_ctx * half * F) == 0 &&
+           DALLOC(b, b->rope_sin, max_ctx * half * F) == 0;
+      if (ok) {
+        mc_ref_rope_tables(c->rope_theta, (int)c->rotary_dim, max_ctx, hc, hs);
+        ok = cudaMemcpy(b->rope_cos, hc, (size_t)(max_ctx * half) * sizeof(float),
+                        cudaMemcpyHostToDevice) == cudaSuccess &&
+             cudaMemcpy(b->rope_sin, hs, (size_t)(max_ctx * half) * sizeof(float),
+                        cudaMemcpyHostToDevice) == cudaSuccess;
+      }
+      free(hc);
+      free(hs);
+    }
+  }
+  for (int i = 0; ok && i < nb; i++) {
+    const model_block_w *w = &m->blocks[i];
+    if (w->kind == BK_GDN || w->kind == BK_MAMBA2) {
+      const int64_t cd = conv_channels(c, w->kind);
+      const int64_t Kc = w->kind == BK_GDN ? c->gdn_kernel : c->m_kernel;
+      ok = DALLOC(b, b->conv_win[i], R * (Kc - 1) * cd * F) == 0;
+      b->eng[i] = (ssm_cuda_state *)calloc((size_t)C, sizeof(ssm_cuda_state));
+      ok = ok && b->eng[i];
+      ssm_dims d;
+      if (w->kind == BK_GDN)
+        d = ssm_dims{SSM_GDN, (int)c->gdn_hv, (int)c->gdn_dv, (int)c->gdn_dk, (int)c->gdn_hk};
+      else
+        d = ssm_dims{SSM_MAMBA2, (int)c->m_heads, (int)c->m_head_dim, (int)c->m_state,
+                     (int)c->m_groups};
+      for (int ci = 0; ok && ci < C; ci++) {
+        char e2[512];
+        if (ssm_cuda_build(&b->eng[i][ci], &cfgs[ci], &d, K, seed, (uint32_t)w->layer, sequences,
+                           e2, sizeof e2) != 0) {
+          /* states built so far are freed by mc_batch_free; this one freed itself */
+          memset(&b->eng[i][ci], 0, sizeof b->eng[i][ci]);
+          for (int cj = 0; cj < ci; cj++) ssm_cuda_free(&b->eng[i][cj]);
+          free(b->eng[i]);
+          b->eng[i] = nullptr;
+          fail(err, errlen, "layer %d, configuration '%s': GPU SSM state: %s", w->layer,
+               cfgs[ci].name, e2);
+          mc_batch_free(b);
+          return RSSM_ERR_INPUT;
+        }
+      }
+    } else if (w->kind == BK_QATTN || w->kind == BK_NATTN) {
+      ok = DALLOC(b, b->kc[i], R * max_ctx * kvd * F) == 0 &&
+           DALLOC(b, b->vc[i], R * max_ctx * kvd * F) == 0;
+    }
+  }
+  if (!ok) {
+    fail(err, errlen, "out of device memory building the batch (%lld bytes so far, estimate %lld)",
+         (long long)b->dev_bytes, (long long)need);
+    mc_batch_free(b);
+    return RSSM_ERR_IO;
+  }
+  *out = b;
+  return RSSM_OK;
+}
+
+extern "C" int mc_batch_rows(const mc_batch *b) { return b->R; }
+extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
+
+namespace {
+
+/* The step's launches (mc_batch_step), no host synchronisation inside. Returns 0 or -1 with a
+ * message naming the stage. */
+int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
+  const mc_model *g = b->g;
+  const model *m = g->cpu;
+  const model_config *c = &m->cfg;
+  const int R = b->R, K = b->K;
+  const int64_t H = c->H, V = c->V;
+  const float eps = (float)c->eps;
+  void *s = (void *)b->stream;
+  if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0) return fail(err, errlen, "embedding launch");
+  for (int i = 0; i < g->nblocks; i++) {
+    const mc_block *w = &g->blocks[i];
+    const char *what = block_kind_name((block_kind)w->kind);
+    int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, w->norm, 0, c->norm_plus_one, eps, s);
+    rc = rc || gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows);
+    switch (w->kind) {
+      case BK_GDN: {
+        const int Hk = (int)c->gdn_hk, Hv = (int)c->gdn_hv, dk = (int)c->gdn_dk,
+                  dv = (int)c->gdn_dv;
+        const int64_t conv_dim = conv_channels(c, BK_GDN), vd = (int64_t)Hv * dv;
+        const int64_t kd = (int64_t)Hk * dk;
+        rc = rc || mc_conv_step(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr, b->cv, R,
+                                conv_dim, (int)c->gdn_kernel, s);
+        rc = rc || mc_gdn_prep(b->cv, b->proj, w->in_rows, conv_dim + vd, conv_dim + vd + Hv,
+                               w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
+                               b->e_beta, R, Hk, Hv, dk, dv, s);
+        for (int ci = 0; !rc && ci < b->C; ci++) {
+          const int64_t r0 = (int64_t)ci * K;
+          ssm_cuda_inputs in = {b->e_alpha + r0 * Hv, b->e_beta + r0 * Hv, b->e_v + r0 * vd,
+                                b->e_k + r0 * kd, b->e_q + r0 * kd};
+          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * vd, s) != 0;
+        }
+        rc = rc || mc_rmsnorm(b->e_o, b->act, R, Hv, dv, vd, w->vnorm, 0, 0, eps, s);
+        rc = rc || mc_mul_silu(b->act, b->proj + conv_dim, w->in_rows, R, vd, s);
+        break;
+      }
+      case BK_MAMBA2: {
+        const int Hm = (int)c->m_heads, P = (int)c->m_head_dim, G = (int)c->m_groups,
+                  N = (int)c->m_state;
+        const int64_t di = (int64_t)Hm * P, conv_dim = conv_channels(c, BK_MAMBA2),
+                      gn = (int64_t)G * N;
+        rc = rc || mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w, w->conv_b,
+                                b->cv, R, conv_dim, (int)c->m_kernel, s);
+        rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
+                                  w->dt_bias, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N,
+                                  s);
+        for (int ci = 0; !rc && ci < b->C; ci++) {
+          const int64_t r0 = (int64_t)ci * K;
+          ssm_cuda_inputs in = {b->e_alpha + r0 * Hm, nullptr, b->e_v + r0 * di,
+                                b->e_k + r0 * gn, b->e_q + r0 * gn};
+          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * di, s) != 0;
+        }
+        rc = rc || mc_mamba2_gate(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act, R,
+                                  Hm, P, s);
+        rc = rc || mc_rmsnorm(b->act, b->act, R, G, (int)(di / G), di, w->vnorm, 1, 0, eps, s);
+        break;
+      }
+      case BK_QATTN:
+      case BK_NATTN: {
+        const int gated = w->kind == BK_QATTN;
+        rc = rc || mc_qk_prepare(b->proj, w->in_rows, gated, w->q_norm, w->k_norm, b->rope_cos,
+                                 b->rope_sin, gated ? (int)c->rotary_dim : 0, eps, b->pos_d, b->aq,
+                                 b->kc[i], b->vc[i], b->max_ctx, R, (int)c->n_heads,
+                                 (int)c->n_kv_heads, (int)c->head_dim, s);
+        rc = rc || mc_attn_decode(b->aq, b->kc[i], b->vc[i], b->pos_d, b->max_ctx,
+                                  gated ? b->proj : nullptr, w->in_rows, b->part_ml, b->part_acc,
+                                  b->act, R, (int)c->n_heads, (int)c->n_kv_heads,
+                                  (int)c->head_dim, s);
+        break;
+      }
+      case BK_SWIGLU:
+        rc = rc || mc_swiglu(b->proj, b->act, R, w->out_cols, s);
+        break;
+      case BK_RELU2:
+        rc = rc || mc_relu2(b->proj, b->act, R, w->out_cols, s);
+        break;
+      default:
+        rc = 1;
+    }
+    rc = rc || gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H);
+    rc = rc || mc_add(b->h, b->y, (int64_t)R * H, s);
+    if (rc) return fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
+                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
+  }
+  int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, g->final_norm, 0, c->norm_plus_one, eps, s);
+  rc = rc || gemm(b, g->lm_head, V, H, b->u, b->logits, V);
+  if (want_metrics) {
+    rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
+    rc = rc || mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s);
+  }
+  if (rc) return fail(err, errlen, "final norm, lm_head or metrics: launch failed (%s)",
+                      cudaGetErrorString(cudaGetLastError()));
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *targets,
+                             float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
+  const model_config *c = &b->g->cpu->cfg;
+  const int R = b->R, K = b->K;
+  if (b->pos >= b->max_ctx) {
+    fail(err, errlen, "context full: position %lld of %lld", (long long)b->pos,
+         (long long)b->max_ctx);
+    return RSSM_ERR_INPUT;
+  }
+  for (int k = 0; k < K; k++)
+    if (tokens[k] < 0 || tokens[k] >= c->V || (targets && (targets[k] < 0 || targets[k] >= c->V))) {
+      fail(err, errlen, "window %d: token id out of range (expected 0 <= id < vocab %lld)", k,
+           (long long)c->V);
+      return RSSM_ERR_INPUT;
+    }
+  for (int r = 0; r < R; r++) {
+    b->h_tok[r] = tokens[r % K];
+    b->h_pos[r] = (int)b->pos;
+  }
+  cudaStream_t s = b->stream;
+  int ok = cudaMemcpyAsync(b->tok, b->h_tok, (size_t)R * sizeof(int64_t), cudaMemcpyHostToDevice,
+                           s) == cudaSuccess &&
+           cudaMemcpyAsync(b->pos_d, b->h_pos, (size_t)R * sizeof(int), cudaMemcpyHostToDevice,
+                           s) == cudaSuccess;
+  if (ok && targets)
+    ok = cudaMemcpyAsync(b->tgt, targets, (size_t)K * sizeof(int64_t), cudaMemcpyHostToDevice,
+                         s) == cudaSuccess;
+  if (!ok) return fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
+  if (step_launches(b, targets && metrics, err, errlen) != 0) return RSSM_ERR_IO;
+  if (logits)
+    ok = cudaMemcpyAsync(logits, b->logits, (size_t)R * (size_t)c->V * sizeof(float),
+                         cudaMemcpyDeviceToHost, s) == cudaSuccess;
+  if (ok && targets && metrics)
+    ok = cudaMemcpyAsync(metrics, b->met, (size_t)R * sizeof(mc_row_metrics),
+                         cudaMemcpyDeviceToHost, s) == cudaSuccess;
+  cudaError_t e = cudaStreamSynchronize(s);
+  if (!ok || e != cudaSuccess)
+    return fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
+                cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
+           RSSM_ERR_IO;
+  b->pos++;
+  return RSSM_OK;
+}
+
+/* ------------------------------------------------------------------ row snapshots ---------- */
+
+namespace {
+
+const char ROW_TAG[8] = {'M', 'C', 'R', 'O', 'W', '0', '0', '1'};
+
+/* The (device slice, bytes) pieces of row r after the 16-byte header, in file order; calls
+ * f(dev_ptr, bytes, ssm_state or NULL, row in that state) for each. */
+template <typename F> void row_pieces(const mc_batch *b, int r, F f) {
+  const mc_model *g = b->g;
+  const model_config *c = &g->cpu->cfg;
+  const int64_t F32 = (int64_t)sizeof(float), kvd = c->n_kv_heads * c->head_dim;
+  for (int i = 0; i < g->nblocks; i++) {
+    const int kind = g->blocks[i].kind;
+    if (kind == BK_GDN || kind == BK_MAMBA2) {
+      const int64_t cd = conv_channels(c, kind), Kc = kind == BK_GDN ? c->gdn_kernel : c->m_kernel;
+      const int64_t n = (Kc - 1) * cd * F32;
+      f((unsigned char *)b->conv_win[i] + (int64_t)r * n, n, (ssm_cuda_state *)nullptr, 0);
+      f((unsigned char *)nullptr, (int64_t)0, &b->eng[i][r / b->K], r % b->K);
+    } else if (kind == BK_QATTN || kind == BK_NATTN) {
+      const int64_t n = b->pos * kvd * F32, row = b->max_ctx * kvd * F32;
+      f((unsigned char *)b->kc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
+      f((unsigned char *)b->vc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int64_t mc_batch_row_bytes(const mc_batch *b) {
+  int64_t total = 16;
+  row_pieces(b, 0, [&](unsigned char *, int64_t n, ssm_cuda_state *st, int) {
+    total += st ? mc_ssm_row_bytes(st) : n;
+  });
+  return total;
+}
+
+extern "C" int mc_batch_row_save(const mc_batch *b, int r, void *buf, char *err, size_t errlen) {
+  if (r < 0 || r >= b->R) return fail(err, errlen, "row %d of %d", r, b->R), RSSM_ERR_INPUT;
+  unsigned char *p = (unsigned char *)buf;
+  memcpy(p, ROW_TAG, 8);
+  memcpy(p + 8, &b->pos, 8);
+  p += 16;
+  int ok = cudaStreamSynchronize(b->stream) == cudaSuccess;
+  row_pieces(b, r, [&](unsigned char *dev, int64_t n, ssm_cuda_state *st, int row) {
+    if (!ok) return;
+    if (st) {
+      ok = mc_ssm_row_save(st, row, p) == 0;
+      p += mc_ssm_row_bytes(st);
+    } else {
+      ok = n == 0 || cudaMemcpy(p, dev, (size_t)n, cudaMemcpyDeviceToHost) == cudaSuccess;
+      p += n;
+    }
+  });
+  if (!ok) return fail(err, errlen, "GPU row %d: download failed (%s)", r,
+                       cudaGetErrorString(cudaGetLastError())), RSSM_ERR_IO;
+  return RSSM_OK;
+}
+
+extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t len, char *err,
+                                 size_t errlen) {
+  const unsigned char *p = (const unsigned char *)buf;
+  int64_t pos = -1;
+  if (r < 0 || r >= b->R || len < 16 || memcmp(p, ROW_TAG, 8) != 0)
+    return fail(err, errlen, "GPU row %d: not a GPU row state (wrong tag or size)", r),
+           RSSM_ERR_INPUT;
+  memcpy(&pos, p + 8, 8);
+  if (pos < 0 || pos >= b->max_ctx)
+    return fail(err, errlen, "GPU row %d: position %lld outside [0, %lld)", r, (long long)pos,
+                (long long)b->max_ctx), RSSM_ERR_INPUT;
+  const int64_t saved = b->pos;
+  b->pos = pos; /* the K/V sizes below depend on it */
+  if (len != mc_batch_row_bytes(b)) {
+    b->pos = saved;
+    return fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
+                (long long)len, (long long)mc_batch_row_bytes(b), (long long)pos), RSSM_ERR_INPUT;
+  }
+  if (b->loaded_rows > 0 && pos != saved) {
+    b->pos = saved;
+    return fail(err, errlen, "GPU row %d: position %lld, other rows are at %lld (rows advance "
+                "together)", r, (long long)pos, (long long)saved), RSSM_ERR_INPUT;
+  }
+  b->loaded_rows++;
+  p += 16;
+  int ok = cudaStreamSynchronize(b->stream) == cudaSuccess;
+  row_pieces(b, r, [&](unsigned char *dev, int64_t n, ssm_cuda_state *st, int row) {
+    if (!ok) return;
+    if (st) {
+      ok = mc_ssm_row_load(st, row, p) == 0;
+      p += mc_ssm_row_bytes(st);
+    } else {
+      ok = n == 0 || cudaMemcpy(dev, p, (size_t)n, cudaMemcpyHostToDevice) == cudaSuccess;
+      p += n;
+    }
+  });
+  if (!ok) return fail(err, errlen, "GPU row %d: upload failed (%s)", r,
+                       cudaGetErrorString(cudaGetLastError())), RSSM_ERR_IO;
+  return RSSM_OK;
+}

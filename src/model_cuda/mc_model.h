@@ -1,0 +1,84 @@
+/* The GPU runtime's model and batch (docs/gpu-runtime.md).
+ *
+ * Lifecycle: mc_model_upload / mc_model_free (device copies of a loaded CPU model's fp32 weights,
+ * projections concatenated so that one GEMM serves each block input), mc_batch_build /
+ * mc_batch_free (the decode state of R = C x K rows: C configurations, configuration 0 usually
+ * the reference, times K windows; row r = c K + k).
+ *
+ * mc_batch_step feeds every row of window k the token tokens[k] at the common position, runs all
+ * blocks (cuBLAS fp32 GEMMs with CUBLAS_DEFAULT_MATH over fixed tiles of MC_ROW_TILE rows, the
+ * glue kernels of mc_kernels.h, one ssm_cuda_step per (SSM block, configuration), split-K
+ * attention), then the final norm and lm_head, and optionally the metrics against configuration 0
+ * and the logits. Synchronous for now (a CUDA Graph of the step is designed, not written).
+ * Not supported yet, refused with a message: MoE blocks, spec configurations. */
+#ifndef RSSM_MODEL_CUDA_MC_MODEL_H
+#define RSSM_MODEL_CUDA_MC_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* the model runtime's headers are C without linkage guards: include them as C from CUDA */
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "src/model/model.h"
+#include "src/model_cuda/mc_device_check.h"
+#include "src/model_cuda/mc_kernels.h"
+#include "src/ssm/ssm_config.h"
+
+/* cuBLAS is called on row tiles of this many rows, so that every call has the same shape
+ * whatever the batch (a row's bits must not depend on how many rows share the step). */
+#define MC_ROW_TILE 64
+
+typedef struct mc_model mc_model;
+typedef struct mc_batch mc_batch;
+
+/* Device copy of m's weights. m must outlive the returned model (its config is read from it).
+ * Returns RSSM_OK, RSSM_ERR_INPUT (unsupported block, e.g. MoE) or RSSM_ERR_IO (no device, out
+ * of device memory), with one line in err. */
+int mc_model_upload(const model *m, mc_model **out, char *err, size_t errlen);
+void mc_model_free(mc_model *g);
+/* Bytes of device memory the weights take. */
+int64_t mc_model_bytes(const mc_model *g);
+
+/* cfgs [C]: the SSM strategy of each configuration (no spec); K windows with global ids
+ * sequences [K] (seed stochastic rounding as on the CPU); max_ctx: positions the KV caches hold.
+ * Refuses (RSSM_ERR_INPUT) a batch whose memory would exceed the device's free memory, naming
+ * both. */
+int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs /* [C] */, int C,
+                   int K, uint64_t seed, const uint32_t *sequences /* [K] */, int64_t max_ctx,
+                   char *err, size_t errlen);
+void mc_batch_free(mc_batch *b);
+int mc_batch_rows(const mc_batch *b);
+int64_t mc_batch_pos(const mc_batch *b);
+
+/* One step for every row: tokens host [K]; targets host [K] (the next tokens, for the metrics)
+ * or NULL; logits host [R][V] or NULL; metrics host [R] or NULL (needs targets). Returns RSSM_OK,
+ * RSSM_ERR_INPUT (token out of range, context full) or RSSM_ERR_IO (a CUDA or cuBLAS error,
+ * named). */
+int mc_batch_step(mc_batch *b, const int64_t *tokens /* [K] */, const int64_t *targets /* [K] */,
+                  float *logits /* [R][V] */, mc_row_metrics *metrics /* [R] */, char *err,
+                  size_t errlen);
+
+/* Resume (docs/gpu-runtime.md): row r's state between two steps, as host bytes: a tag, the
+ * position, then per block in order the SSM conv window [K-1][conv_dim] and engine row
+ * (mc_ssm_rows.h), or the attention K and V rows 0..pos-1. Synchronous. Loading sets the
+ * batch's position; every loaded row must carry the same one (rows advance in lockstep).
+ * Return RSSM_OK, RSSM_ERR_INPUT (wrong size, tag or position) or RSSM_ERR_IO (CUDA). */
+int64_t mc_batch_row_bytes(const mc_batch *b);
+int mc_batch_row_save(const mc_batch *b, int r, void *buf /* [row_bytes] */, char *err,
+                      size_t errlen);
+int mc_batch_row_load(mc_batch *b, int r, const void *buf /* [len] */, int64_t len, char *err,
+                      size_t errlen);
+
+/* `replayssm logits --device cuda`: decode tok [N] as one row (sequence 0) under cfg and write
+ * the logits [N][V]. RSSM_ERR_INPUT (exit status 2) without a usable device, for spec
+ * configurations and unsupported blocks; RSSM_ERR_IO for device failures. */
+int mc_logits_decode(const model *m, const ssm_config *cfg, uint64_t seed,
+                     const int64_t *tok /* [N] */, int64_t N, float *out /* [N][V] */, char *err,
+                     size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

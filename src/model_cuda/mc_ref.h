@@ -1,0 +1,62 @@
+/* CPU references of the GPU forward's kernels (src/model_cuda/mc_kernels.h), one function per
+ * kernel with the same arguments on host arrays, written with the CPU runtime's own building
+ * blocks (src/model/linalg.h) and in its order of operations, so that a kernel check compares a
+ * kernel with what `replayssm logits` on the CPU computes. Built with or without CUDA. */
+#ifndef RSSM_MODEL_CUDA_MC_REF_H
+#define RSSM_MODEL_CUDA_MC_REF_H
+
+#include <stdint.h>
+
+#include "src/model_cuda/mc_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void mc_ref_rmsnorm(const float *x /* [R][ld] */, float *y /* [R][ld] */, int R, int ngroups,
+                    int gs, int64_t ld, const float *w, int w_per_group, int plus_one, float eps);
+void mc_ref_embed(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
+                  float *h /* [R][H] */, int R, int64_t H);
+void mc_ref_conv_step(float *win /* [R][K-1][C] */, const float *x /* [R][ldx] */, int64_t ldx,
+                      const float *w /* [C][K] */, const float *bias /* [C] or NULL */,
+                      float *out /* [R][C] */, int R, int64_t C, int K);
+void mc_ref_gdn_prep(const float *cv, const float *ba, int64_t ldba, int64_t b_off,
+                     int64_t a_off, const float *A_log, const float *dt_bias, float *q, float *k,
+                     float *v, float *alpha, float *beta, int R, int Hk, int Hv, int dk, int dv);
+void mc_ref_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ldz, int R,
+                     int64_t n);
+void mc_ref_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
+                        int64_t conv_dim, const float *A_log, const float *dt_bias,
+                        float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P, int G,
+                        int N);
+void mc_ref_mamba2_gate(const float *o, const float *cv, int64_t conv_dim, const float *zx,
+                        int64_t in_rows, const float *D, float *t, int R, int Hm, int P);
+void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,
+                       const float *k_norm, const float *rope_cos, const float *rope_sin, int rd,
+                       float eps, const int *pos, float *q, float *kcache, float *vcache,
+                       int64_t max_ctx, int R, int nH, int nKV, int D);
+/* The CPU runtime's attention (layer_attn.c): scores by dot_f32, one sequential max, sum and
+ * weighted sum; then the gate. */
+void mc_ref_attn_decode(const float *q, const float *kcache, const float *vcache, const int *pos,
+                        int64_t max_ctx, const float *gate_src, int64_t ldgate, float *o, int R,
+                        int nH, int nKV, int D);
+void mc_ref_swiglu(const float *gu, float *act, int R, int64_t I);
+void mc_ref_relu2(const float *up, float *act, int R, int64_t I);
+void mc_ref_add(float *h, const float *y, int64_t n);
+
+/* metrics_log_softmax / metrics_step of src/driver/metrics.c, per row, in the kernel's output
+ * form. */
+void mc_ref_row_metrics(const float *logits /* [R][V] */, const int64_t *target /* [K] */, int R,
+                        int K, int64_t V, mc_row_stats *stats /* [R] */,
+                        mc_row_metrics *out /* [R] */);
+
+/* RoPE tables as the CPU runtime computes the angle (layer_attn.c rope()):
+ * inv = 1 / powf(theta, (2i)/rd), ang = pos * inv, cos[pos][i] = cosf(ang), sin likewise.
+ * Uploading these makes the GPU RoPE bit-identical to the CPU's. */
+void mc_ref_rope_tables(double theta, int rd, int64_t max_ctx, float *cos_t /* [max_ctx][rd/2] */,
+                        float *sin_t /* [max_ctx][rd/2] */);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

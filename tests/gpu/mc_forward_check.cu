@@ -1,0 +1,208 @@
+/* GPU check (device machine, not CI): the batched GPU forward (src/model_cuda/mc_model.h)
+ * against the CPU runtime (model_forward) on the committed transformers fixtures.
+ *
+ * For each fixture without MoE: C = 4 configurations (conventional fp32 = the reference,
+ * replay L=16 ckpt=fp32, conventional state=bf16, replay L=8 ckpt=nvfp4/sr) times K = 3 windows
+ * of random tokens, N steps, on the GPU in one batch, and the same 12 (configuration, window)
+ * pairs as CPU model_states (same seed, sequence = window). Checks (docs/gpu-runtime.md,
+ * "tolerance of the agreement test"):
+ *  1. logits of the fp32-state configurations: max|gpu - cpu| / max|cpu| <= 1e-4 per step;
+ *  2. nll of those: |dnll| <= 1e-4 (|nll| + 1); kl of replay fp32 against the reference:
+ *     |dkl| <= 1e-4 kl + 3 sqrt(2 kl) eps + eps^2, eps = the step's max logit difference of the
+ *     reference row;
+ *  3. the metrics kernel on the GPU's own logits against mc_ref_row_metrics on the same logits
+ *     (every configuration): as gpu_check_mc_kernels;
+ *  4. row-count invariance: a second batch with C = 1 and K = 1 (window 1 alone) gives logits
+ *     bit-identical to row (0, 1) of the big batch;
+ *  5. quantised configurations: printed (max |dkl| over the first 16 steps and the means), not
+ *     judged per step (a state element within the GEMM noise of a rounding boundary may round
+ *     the other way; see the page).
+ * Usage: gpu_check_mc_forward FIXTURE_DIR [steps (default 64)]. Exit 0 when all pass. */
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern "C" {
+#include "quant/numerics.h"
+#include "src/driver/metrics.h"
+#include "src/model/model.h"
+#include "src/ssm/ssm_config.h"
+}
+#include "src/model_cuda/mc_model.h"
+#include "src/model_cuda/mc_ref.h"
+
+static int g_fail = 0;
+
+static uint32_t rnd_u32(uint64_t i, uint32_t salt) {
+  uint32_t ctr[4] = {(uint32_t)i, (uint32_t)(i >> 32), salt, 0x66u}, key[2] = {99u, 1u}, out[4];
+  rssm_philox4x32_10(ctr, key, out);
+  return out[0];
+}
+
+static void run_fixture(const char *dir, int N) {
+  model m;
+  char err[1024];
+  if (model_load(dir, &m, err, sizeof err) != RSSM_OK) {
+    printf("%s: FAIL loading: %s\n", dir, err);
+    g_fail++;
+    return;
+  }
+  const int64_t V = m.cfg.V;
+  mc_model *g = nullptr;
+  int rc = mc_model_upload(&m, &g, err, sizeof err);
+  if (rc == RSSM_ERR_INPUT && strstr(err, "not supported")) {
+    printf("%s: skipped (%s)\n", dir, err);
+    model_free(&m);
+    return;
+  }
+  if (rc != RSSM_OK) {
+    printf("%s: FAIL upload: %s\n", dir, err);
+    g_fail++;
+    model_free(&m);
+    return;
+  }
+  const char *texts[] = {"conventional state=fp32", "replay L=16 ckpt=fp32",
+                         "conventional state=bf16", "replay L=8 ckpt=nvfp4/sr"};
+  const int C = 4, K = 3, R = C * K;
+  const uint64_t seed = 11;
+  ssm_config cfgs[4];
+  for (int c = 0; c < C; c++)
+    if (ssm_config_parse(texts[c], &cfgs[c], err, sizeof err) != 0) {
+      printf("config '%s': %s\n", texts[c], err);
+      exit(1);
+    }
+  uint32_t seqs[3] = {0, 1, 2};
+  std::vector<int64_t> tok((size_t)(K * (N + 1)));
+  for (size_t i = 0; i < tok.size(); i++) tok[i] = (int64_t)(rnd_u32(i, 1) % (uint32_t)V);
+
+  mc_batch *b = nullptr, *b1 = nullptr;
+  if (mc_batch_build(&b, g, cfgs, C, K, seed, seqs, N + 1, err, sizeof err) != RSSM_OK ||
+      mc_batch_build(&b1, g, cfgs, 1, 1, seed, seqs + 1, N + 1, err, sizeof err) != RSSM_OK) {
+    printf("%s: FAIL batch: %s\n", dir, err);
+    g_fail++;
+    mc_batch_free(b);
+    mc_model_free(g);
+    model_free(&m);
+    return;
+  }
+  std::vector<model_state> st((size_t)R);
+  for (int c = 0; c < C; c++)
+    for (int k = 0; k < K; k++)
+      if (model_state_build(&st[(size_t)(c * K + k)], &m, &cfgs[c], seed, seqs[k], N + 1, err,
+                            sizeof err) != RSSM_OK) {
+        printf("cpu state: %s\n", err);
+        exit(1);
+      }
+  std::vector<float> lg((size_t)(R * V)), lc((size_t)(R * V)), l1((size_t)V);
+  std::vector<float> lpr((size_t)V), lpc((size_t)V);
+  std::vector<mc_row_metrics> met((size_t)R), mr((size_t)R);
+  std::vector<mc_row_stats> sr((size_t)R);
+  double worst_logit = 0.0, worst_nll = 0.0, worst_kl_ratio = 0.0, q_kl16[4] = {0, 0, 0, 0};
+  double mean_kl_g[4] = {0, 0, 0, 0}, mean_kl_c[4] = {0, 0, 0, 0};
+  int bad_inv = 0, bad_met = 0, bad_logit = 0, bad_nll = 0, bad_kl = 0;
+  for (int t = 0; t < N; t++) {
+    int64_t x[3], y[3];
+    for (int k = 0; k < K; k++) x[k] = tok[(size_t)(k * (N + 1) + t)], y[k] = tok[(size_t)(k * (N + 1) + t + 1)];
+    if (mc_batch_step(b, x, y, lg.data(), met.data(), err, sizeof err) != RSSM_OK ||
+        mc_batch_step(b1, x + 1, y + 1, l1.data(), nullptr, err, sizeof err) != RSSM_OK) {
+      printf("%s: FAIL step %d: %s\n", dir, t, err);
+      g_fail++;
+      break;
+    }
+    for (int r = 0; r < R; r++)
+      if (model_forward(&st[(size_t)r], &x[r % K], 1, &lc[(size_t)r * (size_t)V], err, sizeof err) !=
+              RSSM_OK ||
+          model_commit(&st[(size_t)r], 1) != 0) {
+        printf("cpu forward: %s\n", err);
+        exit(1);
+      }
+    /* 4: row-count invariance */
+    if (memcmp(l1.data(), &lg[(size_t)(1 * V)], (size_t)V * sizeof(float)) != 0) bad_inv++;
+    /* 3: metrics kernel on the same logits */
+    mc_ref_row_metrics(lg.data(), y, R, K, V, sr.data(), mr.data());
+    for (int r = 0; r < R; r++) {
+      const mc_row_metrics &a = met[(size_t)r], &e = mr[(size_t)r];
+      if (a.finite != e.finite || (e.finite && (a.argmax != e.argmax || a.top1 != e.top1 ||
+                                                !(fabs((double)a.kl - e.kl) <= 1e-5 * e.kl + 1e-10) ||
+                                                !(fabs((double)a.nll - e.nll) <= 1e-6 * (fabs((double)e.nll) + 1)))))
+        bad_met++;
+    }
+    /* 1, 2: against the CPU runtime */
+    for (int k = 0; k < K; k++) {
+      double eps = 0.0, mx = 0.0;
+      for (int64_t i = 0; i < V; i++) {
+        eps = fmax(eps, fabs((double)lg[(size_t)(k * V + i)] - (double)lc[(size_t)(k * V + i)]));
+        mx = fmax(mx, fabs((double)lc[(size_t)(k * V + i)]));
+      }
+      int64_t amr, amc;
+      metrics_log_softmax(&lc[(size_t)(k * V)], V, lpr.data(), &amr);
+      for (int c = 0; c < C; c++) {
+        const int r = c * K + k;
+        double e2 = 0.0;
+        for (int64_t i = 0; i < V; i++)
+          e2 = fmax(e2, fabs((double)lg[(size_t)(r * V + i)] - (double)lc[(size_t)(r * V + i)]));
+        metrics_log_softmax(&lc[(size_t)(r * V)], V, lpc.data(), &amc);
+        step_metrics cm;
+        metrics_step(lpr.data(), amr, lpc.data(), amc, V, y[k], &cm);
+        const double kl_c = c == 0 ? 0.0 : cm.kl, kl_g = met[(size_t)r].kl;
+        mean_kl_g[c] += kl_g / (double)(N * K);
+        mean_kl_c[c] += kl_c / (double)(N * K);
+        if (c <= 1) {
+          const double rel = e2 / (mx > 0 ? mx : 1.0);
+          worst_logit = fmax(worst_logit, rel);
+          if (!(rel <= 1e-4)) bad_logit++;
+          const double dn = fabs((double)met[(size_t)r].nll - (double)cm.nll);
+          worst_nll = fmax(worst_nll, dn / (fabs((double)cm.nll) + 1));
+          if (!(dn <= 1e-4 * (fabs((double)cm.nll) + 1))) bad_nll++;
+          if (c == 1) {
+            const double lim = 1e-4 * kl_c + 3 * sqrt(2 * kl_c) * eps + eps * eps;
+            const double dk = fabs(kl_g - kl_c);
+            worst_kl_ratio = fmax(worst_kl_ratio, lim > 0 ? dk / lim : (dk > 0 ? 1e9 : 0));
+            if (!(dk <= lim)) bad_kl++;
+          }
+        } else if (t < 16) {
+          q_kl16[c] = fmax(q_kl16[c], fabs(kl_g - kl_c));
+        }
+      }
+    }
+  }
+  const int ok = !bad_inv && !bad_met && !bad_logit && !bad_nll && !bad_kl;
+  if (!ok) g_fail++;
+  printf("%-28s %s  logits %.2g (<= 1e-4), nll %.2g, kl/limit %.2g, metrics-kernel misses %d, "
+         "row-count invariance misses %d\n", dir, ok ? "ok  " : "FAIL", worst_logit, worst_nll,
+         worst_kl_ratio, bad_met, bad_inv);
+  for (int c = 2; c < C; c++)
+    printf("    %-26s mean kl gpu %.4g cpu %.4g; max |dkl| first 16 steps %.3g (informational)\n",
+           texts[c], mean_kl_g[c], mean_kl_c[c], q_kl16[c]);
+  for (auto &s : st) model_state_free(&s);
+  mc_batch_free(b);
+  mc_batch_free(b1);
+  mc_model_free(g);
+  model_free(&m);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: gpu_check_mc_forward FIXTURE_DIR [steps]\n");
+    return 2;
+  }
+  char err[512];
+  if (mc_device_check(err, sizeof err) != 0) {
+    fprintf(stderr, "gpu_check_mc_forward: %s\n", err);
+    return 2;
+  }
+  const int N = argc > 2 ? atoi(argv[2]) : 64;
+  const char *fixtures[] = {"qwen3_5_text", "qwen3_5_vl", "qwen3_next", "nemotron_h",
+                            "qwen3_5_moe", "nemotron_h_moe"};
+  for (const char *f : fixtures) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", argv[1], f);
+    run_fixture(dir, N < 1 ? 1 : N);
+  }
+  printf("%s: %d failing fixture(s)\n", g_fail ? "FAIL" : "ok", g_fail);
+  return g_fail ? 1 : 0;
+}

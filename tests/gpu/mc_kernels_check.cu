@@ -1,0 +1,405 @@
+/* GPU check (device machine, not CI): every kernel of src/model_cuda/mc_kernels.h against its CPU
+ * reference in mc_ref.c on random inputs (Philox; values in +-[0.05, 1] times a per-array scale,
+ * never zero). Tolerances, from the arithmetic (docs/gpu-runtime.md):
+ *  - exact (bit-identical): RMSNorm, embedding, the conv window shift, GDN L2 norms, RoPE and
+ *    the q/k norms, copies, relu^2, residual add: the same IEEE operations in the same order,
+ *    --fmad=false on the device, ISO C11 (no contraction) on the host;
+ *  - one transcendental (SiLU, sigmoid): CUDA expf is within 2 ulp and glibc's within 1, and
+ *    x / (1 + e) adds at most 1.5 ulp, so <= 8 ulp = 1e-6 relative;
+ *  - gates alpha = exp(-exp(A_log) softplus(.)): the exponent carries ~6 ulp relative, i.e. an
+ *    absolute error of ~6 ulp x |g| in the final exp's argument; |g| < 20 here, so 2e-5
+ *    relative on alpha, 1e-6 on beta and delta-scaled values (softplus: log1pf and expf);
+ *  - attention: other summation order; compared against an fp64 evaluation with
+ *    |gpu - ref64| <= 2e-5 max|v| (scores carry ~D u |q||k|, the weights then ~1e-6 relative);
+ *  - metrics on identical logits: |dkl| <= 1e-5 kl + 1e-10, |dnll| <= 1e-6 (|nll| + 1),
+ *    |ddp| <= 1e-6, argmax and top1 exact (ties: first index).
+ * Exit status 0 only when every case passes. Usage: gpu_check_mc_kernels */
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern "C" {
+#include "quant/numerics.h"
+}
+#include "src/model_cuda/mc_kernels.h"
+#include "src/model_cuda/mc_ref.h"
+
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+static int g_fail = 0;
+
+/* Uniform [0,1) from Philox (reproducible, no other library). */
+static float uniform01(uint64_t i, uint32_t salt) {
+  uint32_t ctr[4] = {(uint32_t)i, (uint32_t)(i >> 32), salt, 0x6d63u}, key[2] = {2026u, 7u}, out[4];
+  rssm_philox4x32_10(ctr, key, out);
+  return (float)(out[0] >> 8) * 5.9604644775390625e-08f;
+}
+
+/* +-[0.05, 1) * scale, never zero. */
+static std::vector<float> rnd(size_t n, uint32_t salt, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) {
+    float u = uniform01(i, salt), s = uniform01(i, salt + 1000u) < 0.5f ? -1.0f : 1.0f;
+    v[i] = s * (0.05f + 0.95f * u) * scale;
+  }
+  return v;
+}
+
+template <typename T> static T *dev(const std::vector<T> &h) {
+  T *d = nullptr;
+  CUDA_OK(cudaMalloc(&d, h.size() * sizeof(T) + 16));
+  CUDA_OK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+template <typename T> static std::vector<T> host(const T *d, size_t n) {
+  std::vector<T> h(n);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+static void report(const char *name, int ok, const char *fmt, double a, double b) {
+  printf("%-34s %s  ", name, ok ? "ok  " : "FAIL");
+  printf(fmt, a, b);
+  printf("\n");
+  if (!ok) g_fail++;
+}
+
+/* Bit-identical comparison. */
+static void exact(const char *name, const std::vector<float> &g, const std::vector<float> &r) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < r.size(); i++)
+    if (memcmp(&g[i], &r[i], sizeof(float)) != 0 && !bad++) first = i;
+  report(name, bad == 0, "%.0f differing of %.0f (bit-exact)", (double)bad, (double)r.size());
+  if (bad) printf("    first at %zu: gpu %.9g cpu %.9g\n", first, g[first], r[first]);
+}
+
+/* |g - r| <= rel |r| + abs per element. */
+static void close_to(const char *name, const std::vector<float> &g, const std::vector<float> &r,
+                     double rel, double abs_tol) {
+  double worst = 0.0;
+  size_t bad = 0;
+  for (size_t i = 0; i < r.size(); i++) {
+    double d = fabs((double)g[i] - (double)r[i]), lim = rel * fabs((double)r[i]) + abs_tol;
+    if (!(d <= lim)) bad++;
+    double q = d / (fabs((double)r[i]) + 1e-30);
+    if (q > worst) worst = q;
+  }
+  report(name, bad == 0, "max rel err %.3g, %.0f out of tolerance", worst, (double)bad);
+}
+
+static void check_rmsnorm() {
+  const int R = 5;
+  struct { int ngroups, gs, wmode, plus_one; const char *name; } cs[] = {
+      {1, 2560, 1, 1, "rmsnorm H=2560 (1+w)"}, {1, 48, 1, 0, "rmsnorm H=48 plain w"},
+      {6, 16, 1, 0, "rmsnorm 6 heads shared w"}, {8, 960, 2, 0, "rmsnorm 8 groups own w"},
+      {3, 37, 0, 0, "rmsnorm 3 x 37 no w"}};
+  for (auto &c : cs) {
+    const int64_t ld = (int64_t)c.ngroups * c.gs;
+    auto x = rnd((size_t)(R * ld), 1, 3.0f);
+    auto w = rnd((size_t)ld, 2, 1.0f);
+    std::vector<float> y(x.size()), yr(x.size());
+    float *dx = dev(x), *dw = dev(w), *dy = dev(y);
+    const float *wp = c.wmode ? dw : nullptr;
+    if (mc_rmsnorm(dx, dy, R, c.ngroups, c.gs, ld, wp, c.wmode == 2, c.plus_one, 1e-6f, 0) != 0)
+      g_fail++;
+    mc_ref_rmsnorm(x.data(), yr.data(), R, c.ngroups, c.gs, ld, c.wmode ? w.data() : nullptr,
+                   c.wmode == 2, c.plus_one, 1e-6f);
+    exact(c.name, host(dy, y.size()), yr);
+    /* in place, as the Mamba-2 group norm runs */
+    if (mc_rmsnorm(dx, dx, R, c.ngroups, c.gs, ld, wp, c.wmode == 2, c.plus_one, 1e-6f, 0) != 0)
+      g_fail++;
+    exact("  ... in place", host(dx, x.size()), yr);
+    cudaFree(dx), cudaFree(dw), cudaFree(dy);
+  }
+}
+
+static void check_embed_add_copy() {
+  const int R = 4;
+  const int64_t V = 50, H = 300;
+  auto E = rnd((size_t)(V * H), 3, 1.0f);
+  std::vector<int64_t> tok = {7, 0, 49, 7};
+  std::vector<float> h((size_t)(R * H)), hr(h.size());
+  float *dE = dev(E), *dh = dev(h);
+  int64_t *dt = dev(tok);
+  if (mc_embed(dE, dt, dh, R, H, 0) != 0) g_fail++;
+  mc_ref_embed(E.data(), tok.data(), hr.data(), R, H);
+  exact("embed", host(dh, h.size()), hr);
+  auto y = rnd(h.size(), 4, 2.0f);
+  float *dy = dev(y);
+  if (mc_add(dh, dy, (int64_t)h.size(), 0) != 0) g_fail++;
+  mc_ref_add(hr.data(), y.data(), (int64_t)h.size());
+  exact("add", host(dh, h.size()), hr);
+  auto up = rnd(h.size(), 5, 2.0f);
+  float *du = dev(up);
+  std::vector<float> a(h.size()), ar(h.size());
+  float *da = dev(a);
+  if (mc_relu2(du, da, R, H, 0) != 0) g_fail++;
+  mc_ref_relu2(up.data(), ar.data(), R, H);
+  exact("relu2", host(da, a.size()), ar);
+  auto gu = rnd((size_t)(R * 2 * H), 6, 4.0f);
+  float *dgu = dev(gu);
+  if (mc_swiglu(dgu, da, R, H, 0) != 0) g_fail++;
+  mc_ref_swiglu(gu.data(), ar.data(), R, H);
+  close_to("swiglu", host(da, a.size()), ar, 1e-6, 0.0);
+  auto z = rnd((size_t)(R * 2 * H), 7, 6.0f);
+  float *dz = dev(z);
+  auto yy = rnd(h.size(), 8, 1.0f);
+  float *dyy = dev(yy);
+  if (mc_mul_silu(dyy, dz, 2 * H, R, H, 0) != 0) g_fail++;
+  mc_ref_mul_silu(yy.data(), z.data(), 2 * H, R, H);
+  close_to("mul_silu (strided z)", host(dyy, yy.size()), yy, 1e-6, 0.0);
+  cudaFree(dE), cudaFree(dh), cudaFree(dt), cudaFree(dy), cudaFree(du), cudaFree(da);
+  cudaFree(dgu), cudaFree(dz), cudaFree(dyy);
+}
+
+static void check_conv() {
+  const int R = 3, K = 4;
+  const int64_t C = 9728 / 8 + 3, ldx = C + 40;
+  for (int with_bias = 0; with_bias < 2; with_bias++) {
+    auto win = rnd((size_t)(R * (K - 1) * C), 10, 2.0f), winr = win;
+    auto w = rnd((size_t)(C * K), 11, 0.7f), bias = rnd((size_t)C, 12, 0.3f);
+    float *dwin = dev(win), *dw = dev(w), *db = dev(bias);
+    std::vector<float> out((size_t)(R * C)), outr(out.size());
+    float *dout = dev(out);
+    for (int step = 0; step < 3; step++) { /* three steps: the shift feeds the next sum */
+      auto x = rnd((size_t)(R * ldx), 13 + step, 2.0f);
+      float *dx = dev(x);
+      if (mc_conv_step(dwin, dx, ldx, dw, with_bias ? db : nullptr, dout, R, C, K, 0) != 0)
+        g_fail++;
+      mc_ref_conv_step(winr.data(), x.data(), ldx, w.data(), with_bias ? bias.data() : nullptr,
+                       outr.data(), R, C, K);
+      close_to(with_bias ? "conv_step +bias: out" : "conv_step: out", host(dout, out.size()),
+               outr, 1e-6, 0.0);
+      exact("  ... window after the shift", host(dwin, win.size()), winr);
+      cudaFree(dx);
+    }
+    cudaFree(dwin), cudaFree(dw), cudaFree(db), cudaFree(dout);
+  }
+}
+
+static void check_gdn() {
+  const int R = 4, Hk = 4, Hv = 12, dk = 24, dv = 16;
+  const int64_t conv_dim = 2 * Hk * dk + Hv * dv, ldba = 3 * Hv + 5;
+  auto cv = rnd((size_t)(R * conv_dim), 20, 1.5f), ba = rnd((size_t)(R * ldba), 21, 3.0f);
+  auto A = rnd(Hv, 22, 1.2f), dtb = rnd(Hv, 23, 1.0f);
+  float *dcv = dev(cv), *dba = dev(ba), *dA = dev(A), *ddt = dev(dtb);
+  std::vector<float> q((size_t)(R * Hk * dk)), k(q.size()), v((size_t)(R * Hv * dv));
+  std::vector<float> al((size_t)(R * Hv)), be(al.size());
+  auto qr = q, kr = k, vr = v, alr = al, ber = be;
+  float *dq = dev(q), *dk_ = dev(k), *dv_ = dev(v), *dal = dev(al), *dbe = dev(be);
+  if (mc_gdn_prep(dcv, dba, ldba, Hv + 2, 2 * Hv + 4, dA, ddt, dq, dk_, dv_, dal, dbe, R, Hk, Hv,
+                  dk, dv, 0) != 0)
+    g_fail++;
+  mc_ref_gdn_prep(cv.data(), ba.data(), ldba, Hv + 2, 2 * Hv + 4, A.data(), dtb.data(), qr.data(),
+                  kr.data(), vr.data(), alr.data(), ber.data(), R, Hk, Hv, dk, dv);
+  exact("gdn_prep q (l2, dk^-1/2)", host(dq, q.size()), qr);
+  exact("gdn_prep k (l2)", host(dk_, k.size()), kr);
+  exact("gdn_prep v", host(dv_, v.size()), vr);
+  close_to("gdn_prep alpha", host(dal, al.size()), alr, 2e-5, 0.0);
+  close_to("gdn_prep beta", host(dbe, be.size()), ber, 1e-6, 0.0);
+  cudaFree(dcv), cudaFree(dba), cudaFree(dA), cudaFree(ddt), cudaFree(dq), cudaFree(dk_);
+  cudaFree(dv_), cudaFree(dal), cudaFree(dbe);
+}
+
+static void check_mamba2() {
+  const int R = 3, Hm = 6, P = 8, G = 2, N = 24;
+  const int64_t di = (int64_t)Hm * P, conv_dim = di + 2 * G * N, in_rows = di + conv_dim + Hm;
+  auto zx = rnd((size_t)(R * in_rows), 30, 2.0f), cv = rnd((size_t)(R * conv_dim), 31, 1.5f);
+  auto A = rnd(Hm, 32, 1.2f), dtb = rnd(Hm, 33, 1.0f), D = rnd(Hm, 34, 1.0f);
+  float *dzx = dev(zx), *dcv = dev(cv), *dA = dev(A), *ddt = dev(dtb), *dD = dev(D);
+  std::vector<float> al((size_t)(R * Hm)), v((size_t)(R * di)), Bm((size_t)(R * G * N)), Cm(Bm.size());
+  auto alr = al, vr = v, Bmr = Bm, Cmr = Cm;
+  float *dal = dev(al), *dv_ = dev(v), *dB = dev(Bm), *dC = dev(Cm);
+  if (mc_mamba2_prep(dzx, in_rows, di + conv_dim, dcv, conv_dim, dA, ddt, dal, dv_, dB, dC, R, Hm,
+                     P, G, N, 0) != 0)
+    g_fail++;
+  mc_ref_mamba2_prep(zx.data(), in_rows, di + conv_dim, cv.data(), conv_dim, A.data(), dtb.data(),
+                     alr.data(), vr.data(), Bmr.data(), Cmr.data(), R, Hm, P, G, N);
+  close_to("mamba2_prep alpha", host(dal, al.size()), alr, 2e-5, 0.0);
+  close_to("mamba2_prep v = delta x", host(dv_, v.size()), vr, 1e-6, 0.0);
+  exact("mamba2_prep B", host(dB, Bm.size()), Bmr);
+  exact("mamba2_prep C", host(dC, Cm.size()), Cmr);
+  auto o = rnd((size_t)(R * di), 35, 1.0f);
+  float *do_ = dev(o);
+  std::vector<float> t((size_t)(R * di)), tr(t.size());
+  float *dt = dev(t);
+  if (mc_mamba2_gate(do_, dcv, conv_dim, dzx, in_rows, dD, dt, R, Hm, P, 0) != 0) g_fail++;
+  mc_ref_mamba2_gate(o.data(), cv.data(), conv_dim, zx.data(), in_rows, D.data(), tr.data(), R, Hm,
+                     P);
+  close_to("mamba2_gate", host(dt, t.size()), tr, 1e-6, 0.0);
+  cudaFree(dzx), cudaFree(dcv), cudaFree(dA), cudaFree(ddt), cudaFree(dD), cudaFree(dal);
+  cudaFree(dv_), cudaFree(dB), cudaFree(dC), cudaFree(do_), cudaFree(dt);
+}
+
+/* q/k preparation (exact) and the attention decode (fp64-referenced). */
+static void check_attention(int gated, int nH, int nKV, int D, int64_t max_ctx,
+                            const std::vector<int> &pos, const char *name) {
+  const int R = (int)pos.size();
+  const int64_t qd = (int64_t)nH * D, kvd = (int64_t)nKV * D;
+  const int64_t ld = (gated ? 2 * qd : qd) + 2 * kvd + 3;
+  const int rd = gated ? D / 4 : 0, half = rd / 2;
+  std::vector<float> cs((size_t)(max_ctx * (half > 0 ? half : 1))), sn(cs.size());
+  if (half > 0) mc_ref_rope_tables(1e7, rd, max_ctx, cs.data(), sn.data());
+  auto qn = rnd((size_t)D, 40, 0.3f), kn = rnd((size_t)D, 41, 0.3f);
+  /* caches filled with random history; the prepare kernel writes position pos[r] */
+  auto kc = rnd((size_t)(R * max_ctx * kvd), 42, 1.0f), vc = rnd(kc.size(), 43, 1.0f);
+  auto qkv = rnd((size_t)(R * ld), 44, 2.0f);
+  float *dcs = dev(cs), *dsn = dev(sn), *dqn = dev(qn), *dkn = dev(kn), *dkc = dev(kc),
+        *dvc = dev(vc), *dqkv = dev(qkv);
+  int *dpos = dev(pos);
+  std::vector<float> q((size_t)(R * qd)), qr(q.size());
+  float *dq = dev(q);
+  auto kcr = kc, vcr = vc;
+  if (mc_qk_prepare(dqkv, ld, gated, dqn, dkn, dcs, dsn, rd, 1e-6f, dpos, dq, dkc, dvc, max_ctx, R,
+                    nH, nKV, D, 0) != 0)
+    g_fail++;
+  mc_ref_qk_prepare(qkv.data(), ld, gated, qn.data(), kn.data(), cs.data(), sn.data(), rd, 1e-6f,
+                    pos.data(), qr.data(), kcr.data(), vcr.data(), max_ctx, R, nH, nKV, D);
+  char nm[96];
+  snprintf(nm, sizeof nm, "%s: q prepare", name);
+  exact(nm, host(dq, q.size()), qr);
+  snprintf(nm, sizeof nm, "%s: k cache", name);
+  exact(nm, host(dkc, kc.size()), kcr);
+  snprintf(nm, sizeof nm, "%s: v cache", name);
+  exact(nm, host(dvc, vc.size()), vcr);
+
+  const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
+  float *dml, *dacc, *dout;
+  CUDA_OK(cudaMalloc(&dml, (size_t)(R * nH * nchunk * 2) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dacc, (size_t)(R * nH * nchunk * D) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dout, (size_t)(R * qd) * sizeof(float)));
+  if (mc_attn_decode(dq, dkc, dvc, dpos, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc, dout, R,
+                     nH, nKV, D, 0) != 0)
+    g_fail++;
+  auto og = host(dout, (size_t)(R * qd));
+  std::vector<float> ocpu((size_t)(R * qd));
+  mc_ref_attn_decode(qr.data(), kcr.data(), vcr.data(), pos.data(), max_ctx,
+                     gated ? qkv.data() : nullptr, ld, ocpu.data(), R, nH, nKV, D);
+  /* fp64 reference from the same (exact) q and caches */
+  double worst_g = 0.0, worst_c = 0.0, vmax = 0.0;
+  for (float x : vcr) vmax = fmax(vmax, fabs((double)x));
+  const double scale = 1.0 / sqrt((double)D);
+  std::vector<double> sc((size_t)max_ctx);
+  for (int r = 0; r < R; r++)
+    for (int h = 0; h < nH; h++) {
+      const int kh = h / (nH / nKV);
+      const float *qh = &qr[(size_t)(r * qd + h * D)];
+      double mx = -INFINITY, sum = 0.0;
+      for (int64_t j = 0; j <= pos[r]; j++) {
+        const float *kj = &kcr[(size_t)(((int64_t)r * max_ctx + j) * kvd + kh * D)];
+        double s = 0.0;
+        for (int d = 0; d < D; d++) s += (double)qh[d] * (double)kj[d];
+        sc[(size_t)j] = s * scale;
+        mx = fmax(mx, sc[(size_t)j]);
+      }
+      for (int64_t j = 0; j <= pos[r]; j++) sum += exp(sc[(size_t)j] - mx);
+      for (int d = 0; d < D; d++) {
+        double o = 0.0;
+        for (int64_t j = 0; j <= pos[r]; j++)
+          o += exp(sc[(size_t)j] - mx) / sum *
+               (double)vcr[(size_t)(((int64_t)r * max_ctx + j) * kvd + kh * D + d)];
+        if (gated) o *= 1.0 / (1.0 + exp(-(double)qkv[(size_t)(r * ld + qd + h * D + d)]));
+        const size_t i = (size_t)(r * qd + h * D + d);
+        worst_g = fmax(worst_g, fabs((double)og[i] - o));
+        worst_c = fmax(worst_c, fabs((double)ocpu[i] - o));
+      }
+    }
+  snprintf(nm, sizeof nm, "%s: attention", name);
+  report(nm, worst_g <= 2e-5 * vmax, "max|gpu - fp64| %.3g (cpu order: %.3g)", worst_g, worst_c);
+  cudaFree(dcs), cudaFree(dsn), cudaFree(dqn), cudaFree(dkn), cudaFree(dkc), cudaFree(dvc);
+  cudaFree(dqkv), cudaFree(dpos), cudaFree(dq), cudaFree(dml), cudaFree(dacc), cudaFree(dout);
+}
+
+static void check_metrics(int64_t V) {
+  const int K = 2, C = 4, R = C * K;
+  auto base = rnd((size_t)(K * V), 50, 6.0f);
+  std::vector<float> lg((size_t)(R * V));
+  const float pert[C] = {0.0f, 0.0f, 1e-3f, 0.3f}; /* c = 1: identical to the reference */
+  for (int c = 0; c < C; c++) {
+    auto e = rnd((size_t)(K * V), 51 + c, 1.0f);
+    for (int k = 0; k < K; k++)
+      for (int64_t i = 0; i < V; i++)
+        lg[(size_t)((c * K + k) * V + i)] = base[(size_t)(k * V + i)] + pert[c] * e[(size_t)(k * V + i)];
+  }
+  /* a tie for the maximum in window 0 of the reference (argmax: the first index), and a
+   * non-finite configuration row */
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < V; i++) mx = fmaxf(mx, lg[(size_t)i]);
+  lg[5] = mx + 1.0f;
+  lg[(size_t)(V - 3)] = mx + 1.0f;
+  lg[(size_t)((3 * K + 1) * V + 17)] = INFINITY;
+  std::vector<int64_t> tg = {3, V - 1};
+  float *dl = dev(lg);
+  int64_t *dtg = dev(tg);
+  mc_row_stats *ds;
+  mc_row_metrics *dm;
+  CUDA_OK(cudaMalloc(&ds, R * sizeof(mc_row_stats)));
+  CUDA_OK(cudaMalloc(&dm, R * sizeof(mc_row_metrics)));
+  if (mc_row_stats_launch(dl, R, V, ds, 0) != 0) g_fail++;
+  if (mc_row_metrics_launch(dl, ds, dtg, R, K, V, dm, 0) != 0) g_fail++;
+  auto st = host(ds, R);
+  auto mt = host(dm, R);
+  std::vector<mc_row_stats> sr(R);
+  std::vector<mc_row_metrics> mr(R);
+  mc_ref_row_metrics(lg.data(), tg.data(), R, K, V, sr.data(), mr.data());
+  int ok = 1;
+  double wkl = 0.0, wnll = 0.0;
+  for (int r = 0; r < R; r++) {
+    const mc_row_metrics &g = mt[(size_t)r], &c = mr[(size_t)r];
+    if (g.finite != c.finite) ok = 0;
+    if (!c.finite) continue;
+    if (g.argmax != c.argmax || g.top1 != c.top1) ok = 0;
+    double dkl = fabs((double)g.kl - (double)c.kl), dn = fabs((double)g.nll - (double)c.nll);
+    if (!(dkl <= 1e-5 * c.kl + 1e-10) || !(dn <= 1e-6 * (fabs((double)c.nll) + 1.0)) ||
+        !(fabs((double)g.dp - (double)c.dp) <= 1e-6))
+      ok = 0;
+    wkl = fmax(wkl, dkl);
+    wnll = fmax(wnll, dn);
+  }
+  if (st[0].argmax != 5) ok = 0;
+  char nm[64];
+  snprintf(nm, sizeof nm, "metrics V=%lld", (long long)V);
+  report(nm, ok, "max |dkl| %.3g, max |dnll| %.3g", wkl, wnll);
+  if (!ok)
+    for (int r = 0; r < R; r++)
+      printf("    row %d: gpu kl %.9g nll %.9g dp %.3g top1 %d am %d fin %d | cpu kl %.9g nll %.9g "
+             "dp %.3g top1 %d am %d fin %d\n", r, mt[(size_t)r].kl, mt[(size_t)r].nll,
+             mt[(size_t)r].dp, mt[(size_t)r].top1, mt[(size_t)r].argmax, mt[(size_t)r].finite,
+             mr[(size_t)r].kl, mr[(size_t)r].nll, mr[(size_t)r].dp, mr[(size_t)r].top1,
+             mr[(size_t)r].argmax, mr[(size_t)r].finite);
+  cudaFree(dl), cudaFree(dtg), cudaFree(ds), cudaFree(dm);
+}
+
+int main(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    fprintf(stderr, "gpu_check_mc_kernels: no CUDA device\n");
+    return 2;
+  }
+  check_rmsnorm();
+  check_embed_add_copy();
+  check_conv();
+  check_gdn();
+  check_mamba2();
+  check_attention(1, 4, 2, 32, 600, {0, 1, 255, 256, 257, 599}, "qwen fixture shape");
+  check_attention(0, 4, 2, 16, 300, {0, 5, 299}, "nemotron fixture shape");
+  check_attention(1, 16, 4, 256, 4096, {4095, 1000}, "qwen3.5-4b heads");
+  check_attention(0, 40, 8, 128, 2048, {2047}, "nemotron-4b heads");
+  check_metrics(1000);
+  check_metrics(248320);
+  CUDA_OK(cudaDeviceSynchronize());
+  printf("%s: %d failing case(s)\n", g_fail ? "FAIL" : "ok", g_fail);
+  return g_fail ? 1 : 0;
+}
