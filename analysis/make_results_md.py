@@ -86,6 +86,34 @@ def headline(run):
     return out
 
 
+def experiment_models():
+    """{model: [experiment files]} from the `model = ...` lines of experiments/*.ini: the models
+    this project is set up to run."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments")
+    out = {}
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if not name.endswith(".ini"):
+            continue
+        with open(os.path.join(root, name)) as f:
+            for line in f:
+                k, sep, v = line.partition("=")
+                if sep and k.strip() == "model" and v.strip():
+                    out.setdefault(v.strip(), []).append(name)
+                    break
+    return out
+
+
+def project_models(runs):
+    """One line per model of experiments/*.ini: its runs, or not yet measured."""
+    out = []
+    for model, files in experiment_models().items():
+        mine = [r for r in runs if r.model == model or r.model.endswith(model.lstrip("./"))]
+        what = ("; ".join(" ".join(headline(r)).lstrip("- ") for r in mine) if mine
+                else NOT_MEASURED)
+        out.append(f"- `{model}` (experiments: {', '.join(files)}): {what}.")
+    return out
+
+
 def per_model_section(runs, paper_lines, what):
     out = []
     for name, kind, _ in PAPER_MODELS:
@@ -225,9 +253,13 @@ def build(theory_paths, run_paths, out_path):
     L += per_model_section(runs, paper,
                            lambda mine: "; ".join(" ".join(headline(r)).lstrip("- ")
                                                   for r in mine))
-    L += ["", "Where and why they differ: only measured models can be compared; the fixture "
-          "models are tiny random checkpoints (docs/model-runtime.md) whose KL levels say "
-          "nothing about the paper's models, only about the mechanism.", ""]
+    pm = project_models(runs)
+    if pm:
+        L += ["", "Models the experiment files (`experiments/*.ini`) are set up to run:", ""] + pm
+    L += ["", "Where and why they differ: only measured models can be compared; the project's "
+          "own models (the driver's toy hybrids, tiny random checkpoints: docs/driver.md, "
+          "docs/model-runtime.md) have KL levels that say nothing about the paper's models, "
+          "only about the mechanism.", ""]
 
     L += ["## Fig. 13: KL against the replay window L, Qwen3.5-4B", "",
           "Paper: for L from 4 to 64 the split configurations stay flat near the FP32 floor, "
