@@ -55,7 +55,10 @@ static int piece(enc *E, const char *p, int64_t n) {
     return RSSM_OK;
   }
   int64_t start = E->out->n;
-  if (bpe_word(t, (const unsigned char *)p, n, E->out) != 0) return enc_oom(E);
+  if (bpe_word(t, (const unsigned char *)p, n, E->out) != 0) {
+    snprintf(E->err, E->errlen, "out of memory for a pre-token of %lld bytes", (long long)n);
+    return RSSM_ERR_IO;
+  }
   if (n > CACHE_MAX_PIECE) return RSSM_OK;
   int64_t k = E->out->n - start;
   if (t->cache_n + k + 1 > CACHE_MAX_IDS) { /* full: start over rather than evict */

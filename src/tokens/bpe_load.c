@@ -182,7 +182,7 @@ static int load_model(loader *L, const cJSON *root) {
    * listed twice keeps its last rank (the library builds a hash map from the list) */
   const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
   if (!cJSON_IsArray(merges)) return fail(L, "model.merges: missing (expected a list of merges)");
-  int nm = cJSON_GetArraySize(merges), r = 0;
+  int r = 0;
   char *cat = NULL;
   size_t catcap = 0;
   cJSON_ArrayForEach(e, merges) {
@@ -242,7 +242,6 @@ static int load_model(loader *L, const cJSON *root) {
     r++;
   }
   free(cat);
-  (void)nm;
 
   /* added tokens (after the vocabulary: their content is what decoding gives back) */
   t->added = calloc((size_t)(na ? na : 1), sizeof *t->added);

@@ -53,6 +53,7 @@ int bpe_word(const bpe_tokenizer *t, const unsigned char *s, int64_t n, bpe_ids 
   /* Small words (nearly all of them) use stack arrays; long ones (runs of spaces or dashes)
    * the heap. Every merge removes a symbol and pushes at most two candidates, so the heap never
    * holds more than 3n entries. */
+  if (n >= (int64_t)UINT32_MAX / 3) return -1; /* positions are uint32; one pre-token > 1 GiB */
   enum { SMALL = 64 };
   uint32_t sid_s[SMALL], nxt_s[SMALL], prv_s[SMALL];
   cand heap_s[3 * SMALL];

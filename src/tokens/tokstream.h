@@ -4,7 +4,8 @@
  *        0     8  magic "RSSMTOK\0"
  *        8     4  version (1)
  *       12     4  vocab: every token id is < vocab
- *       16    32  tokenizer id, ASCII, NUL-padded (e.g. "byte")
+ *       16    32  tokenizer id, ASCII, NUL-padded ("byte", or "hfbpe-fnv1a64:" + 16 hex digits:
+ *                   a tokenizer.json's hash, bpe.h)
  *       48     8  count: number of tokens
  *       56     4  CRC-32 (zlib's crc32) of the uncompressed payload
  *       60     4  CRC-32 of header bytes 0..59
