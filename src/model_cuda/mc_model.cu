@@ -263,6 +263,9 @@ struct mc_batch {
   int *h_pos;                /* host [R] */
   int64_t dev_bytes;
   int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
+  int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */
+  int graph_metrics;         /* whether the captured step computes the metrics */
+  cudaGraphExec_t gexec;     /* the captured step, or NULL */
 };
 
 namespace {
@@ -313,6 +316,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
                 b->blas_ws};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
+  if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
   if (b->stream) cudaStreamDestroy(b->stream);
   free(b->cfgs);
@@ -485,6 +489,13 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
 }
 
 extern "C" int mc_batch_rows(const mc_batch *b) { return b->R; }
+extern "C" void mc_batch_use_graph(mc_batch *b, int on) {
+  if (!on && b->gexec) {
+    cudaGraphExecDestroy(b->gexec);
+    b->gexec = nullptr;
+  }
+  b->graph_on = on != 0;
+}
 extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
 
 namespace {
@@ -616,7 +627,38 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                          s) == cudaSuccess;
   if (!ok) return fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
-  if (step_launches(b, targets && metrics, err, errlen) != 0) return RSSM_ERR_IO;
+  const int want = targets && metrics;
+  if (!b->graph_on) {
+    if (step_launches(b, want, err, errlen) != 0) return RSSM_ERR_IO;
+  } else {
+    /* the step reads tokens, targets and positions from device buffers written above, outside
+     * the graph, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
+    if (b->gexec && b->graph_metrics != want) {
+      cudaGraphExecDestroy(b->gexec);
+      b->gexec = nullptr;
+    }
+    if (!b->gexec) {
+      cudaGraph_t graph = nullptr;
+      if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        return fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
+               RSSM_ERR_IO;
+      int lrc = step_launches(b, want, err, errlen);
+      cudaError_t ce = cudaStreamEndCapture(s, &graph);
+      if (lrc != 0 || ce != cudaSuccess ||
+          cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        b->gexec = nullptr;
+        if (lrc == 0) fail(err, errlen, "graph capture of the step: %s", cudaGetErrorString(
+                               ce != cudaSuccess ? ce : cudaGetLastError()));
+        return RSSM_ERR_IO;
+      }
+      cudaGraphDestroy(graph);
+      b->graph_metrics = want;
+    }
+    if (cudaGraphLaunch(b->gexec, s) != cudaSuccess)
+      return fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
+             RSSM_ERR_IO;
+  }
   if (logits)
     ok = cudaMemcpyAsync(logits, b->logits, (size_t)R * (size_t)c->V * sizeof(float),
                          cudaMemcpyDeviceToHost, s) == cudaSuccess;

@@ -9,7 +9,7 @@
  * blocks (cuBLAS fp32 GEMMs with CUBLAS_DEFAULT_MATH over fixed tiles of MC_ROW_TILE rows, the
  * glue kernels of mc_kernels.h, one ssm_cuda_step per (SSM block, configuration), split-K
  * attention), then the final norm and lm_head, and optionally the metrics against configuration 0
- * and the logits. Synchronous for now (a CUDA Graph of the step is designed, not written).
+ * and the logits. Synchronous: it waits for the step (optionally one CUDA Graph launch).
  * Not supported yet, refused with a message: MoE blocks, spec configurations. */
 #ifndef RSSM_MODEL_CUDA_MC_MODEL_H
 #define RSSM_MODEL_CUDA_MC_MODEL_H
@@ -50,6 +50,10 @@ int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs /* 
                    char *err, size_t errlen);
 void mc_batch_free(mc_batch *b);
 int mc_batch_rows(const mc_batch *b);
+/* Replay each step from a CUDA Graph captured at the first step (on = 1) or launch it kernel by
+ * kernel (0, the default until gpu_check_mc_forward has shown both give the same bits).
+ * The run engine and `logits` turn it on when RSSM_CUDA_GRAPH=1. */
+void mc_batch_use_graph(mc_batch *b, int on);
 int64_t mc_batch_pos(const mc_batch *b);
 
 /* One step for every row: tokens host [K]; targets host [K] (the next tokens, for the metrics)

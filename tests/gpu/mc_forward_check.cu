@@ -14,7 +14,9 @@
  *     (every configuration): as gpu_check_mc_kernels;
  *  4. row-count invariance: a second batch with C = 1 and K = 1 (window 1 alone) gives logits
  *     bit-identical to row (0, 1) of the big batch;
- *  5. quantised configurations: printed (max |dkl| over the first 16 steps and the means), not
+ *  5. CUDA Graph: a third batch replaying each step from a graph gives the same logits and
+ *     metrics, bit for bit, as the batch launched kernel by kernel;
+ *  6. quantised configurations: printed (max |dkl| over the first 16 steps and the means), not
  *     judged per step (a state element within the GEMM noise of a rounding boundary may round
  *     the other way; see the page).
  * Usage: gpu_check_mc_forward FIXTURE_DIR [steps (default 64)]. Exit 0 when all pass. */
@@ -79,16 +81,20 @@ static void run_fixture(const char *dir, int N) {
   std::vector<int64_t> tok((size_t)(K * (N + 1)));
   for (size_t i = 0; i < tok.size(); i++) tok[i] = (int64_t)(rnd_u32(i, 1) % (uint32_t)V);
 
-  mc_batch *b = nullptr, *b1 = nullptr;
+  mc_batch *b = nullptr, *b1 = nullptr, *b2 = nullptr;
   if (mc_batch_build(&b, g, cfgs, C, K, seed, seqs, N + 1, err, sizeof err) != RSSM_OK ||
-      mc_batch_build(&b1, g, cfgs, 1, 1, seed, seqs + 1, N + 1, err, sizeof err) != RSSM_OK) {
+      mc_batch_build(&b1, g, cfgs, 1, 1, seed, seqs + 1, N + 1, err, sizeof err) != RSSM_OK ||
+      mc_batch_build(&b2, g, cfgs, C, K, seed, seqs, N + 1, err, sizeof err) != RSSM_OK) {
     printf("%s: FAIL batch: %s\n", dir, err);
     g_fail++;
     mc_batch_free(b);
+    mc_batch_free(b1);
+    mc_batch_free(b2);
     mc_model_free(g);
     model_free(&m);
     return;
   }
+  mc_batch_use_graph(b2, 1);
   std::vector<model_state> st((size_t)R);
   for (int c = 0; c < C; c++)
     for (int k = 0; k < K; k++)
@@ -97,18 +103,20 @@ static void run_fixture(const char *dir, int N) {
         printf("cpu state: %s\n", err);
         exit(1);
       }
-  std::vector<float> lg((size_t)(R * V)), lc((size_t)(R * V)), l1((size_t)V);
+  std::vector<float> lg((size_t)(R * V)), lc((size_t)(R * V)), l1((size_t)V), l2((size_t)(R * V));
+  std::vector<mc_row_metrics> met2((size_t)R);
   std::vector<float> lpr((size_t)V), lpc((size_t)V);
   std::vector<mc_row_metrics> met((size_t)R), mr((size_t)R);
   std::vector<mc_row_stats> sr((size_t)R);
   double worst_logit = 0.0, worst_nll = 0.0, worst_kl_ratio = 0.0, q_kl16[4] = {0, 0, 0, 0};
   double mean_kl_g[4] = {0, 0, 0, 0}, mean_kl_c[4] = {0, 0, 0, 0};
-  int bad_inv = 0, bad_met = 0, bad_logit = 0, bad_nll = 0, bad_kl = 0;
+  int bad_inv = 0, bad_met = 0, bad_logit = 0, bad_nll = 0, bad_kl = 0, bad_graph = 0;
   for (int t = 0; t < N; t++) {
     int64_t x[3], y[3];
     for (int k = 0; k < K; k++) x[k] = tok[(size_t)(k * (N + 1) + t)], y[k] = tok[(size_t)(k * (N + 1) + t + 1)];
     if (mc_batch_step(b, x, y, lg.data(), met.data(), err, sizeof err) != RSSM_OK ||
-        mc_batch_step(b1, x + 1, y + 1, l1.data(), nullptr, err, sizeof err) != RSSM_OK) {
+        mc_batch_step(b1, x + 1, y + 1, l1.data(), nullptr, err, sizeof err) != RSSM_OK ||
+        mc_batch_step(b2, x, y, l2.data(), met2.data(), err, sizeof err) != RSSM_OK) {
       printf("%s: FAIL step %d: %s\n", dir, t, err);
       g_fail++;
       break;
@@ -120,6 +128,10 @@ static void run_fixture(const char *dir, int N) {
         printf("cpu forward: %s\n", err);
         exit(1);
       }
+    /* 5: graph replay */
+    if (memcmp(l2.data(), lg.data(), lg.size() * sizeof(float)) != 0 ||
+        memcmp(met2.data(), met.data(), met.size() * sizeof(mc_row_metrics)) != 0)
+      bad_graph++;
     /* 4: row-count invariance */
     if (memcmp(l1.data(), &lg[(size_t)(1 * V)], (size_t)V * sizeof(float)) != 0) bad_inv++;
     /* 3: metrics kernel on the same logits */
@@ -170,17 +182,18 @@ static void run_fixture(const char *dir, int N) {
       }
     }
   }
-  const int ok = !bad_inv && !bad_met && !bad_logit && !bad_nll && !bad_kl;
+  const int ok = !bad_inv && !bad_met && !bad_logit && !bad_nll && !bad_kl && !bad_graph;
   if (!ok) g_fail++;
   printf("%-28s %s  logits %.2g (<= 1e-4), nll %.2g, kl/limit %.2g, metrics-kernel misses %d, "
-         "row-count invariance misses %d\n", dir, ok ? "ok  " : "FAIL", worst_logit, worst_nll,
-         worst_kl_ratio, bad_met, bad_inv);
+         "row-count invariance misses %d, graph misses %d\n", dir, ok ? "ok  " : "FAIL",
+         worst_logit, worst_nll, worst_kl_ratio, bad_met, bad_inv, bad_graph);
   for (int c = 2; c < C; c++)
     printf("    %-26s mean kl gpu %.4g cpu %.4g; max |dkl| first 16 steps %.3g (informational)\n",
            texts[c], mean_kl_g[c], mean_kl_c[c], q_kl16[c]);
   for (auto &s : st) model_state_free(&s);
   mc_batch_free(b);
   mc_batch_free(b1);
+  mc_batch_free(b2);
   mc_model_free(g);
   model_free(&m);
 }
