@@ -20,12 +20,13 @@ encode identically. Every tokenizer runs in its own try/except so one failure ke
 What came back from the GPU run of 2026-11-29 (tokenizers 0.23.2) was only the gpt2 directory:
 the device returns at most 8 files. The other fixtures were derived from that tokenizer by
 scripts/make_tokenizer_variants.js and encoded with the npm build of the same library version
-(tests/fixtures/tokenizers/README.md). Pack OUTDIR into one archive on a future run.
+(tests/fixtures/tokenizers/README.md). The script now also writes OUTDIR.tar.gz: bring that back.
 """
 import glob
 import gzip
 import json
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -178,7 +179,9 @@ def main():
             failed += 1
             print(f"{style[0]}: FAILED", flush=True)
             traceback.print_exc()
-    print(f"done, {failed} failed", flush=True)
+    # One archive beside OUTDIR: a device that returns only a few files still returns everything.
+    archive = shutil.make_archive(outdir.rstrip("/"), "gztar", outdir)
+    print(f"done, {failed} failed; archive {archive}", flush=True)
     return 1 if failed else 0
 
 
