@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The GPU runtime's checks in one go (docs/gpu-runtime.md, "Next GPU session"), from the
+# repository root on the device machine, with the executables in $BIN (default .devrun/bin,
+# libraries bundled in .devrun/lib). Writes its files to $OUT (default /tmp/rssm-gpu) and prints
+# one line per check; exit status = the number of failed checks.
+#
+#   tests/gpu/gpu_session.sh                  # everything (a few minutes on one H200)
+#   DEVICE=cpu tests/gpu/gpu_session.sh       # the same script against the CPU (a dry run of
+#                                             # its logic on a machine without a GPU)
+#
+# 1. gpu_check_mc_kernels, gpu_check_mc_forward (device only);
+# 2. `logits --device $DEVICE` on the transformers fixtures against their golden logits
+#    (max|d| / max|ref| <= 1e-4 per step; MoE fixtures are skipped while the GPU refuses MoE);
+# 3. per fixture (qwen3_5_text, nemotron_h): a run on the CPU and on $DEVICE of the same
+#    experiment, compared with tests/gpu/compare_runs.py (per step for the fp32 control,
+#    statistically for quantised states); then on $DEVICE: a run killed after block 3 and
+#    resumed, two shards merged, and a run replayed from CUDA Graphs, each bit-identical to the
+#    plain $DEVICE run.
+set -u
+BIN=${BIN:-.devrun/bin}
+OUT=${OUT:-/tmp/rssm-gpu}
+DEV=${DEVICE:-cuda}
+PY=${PY:-python3}
+export LD_LIBRARY_PATH=.devrun/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p "$OUT"
+fail=0
+check() { # NAME COMMAND...: run, report, count failures
+  local name=$1; shift
+  if "$@" > "$OUT/$name.log" 2>&1; then echo "ok    $name"; else
+    echo "FAIL  $name (see $OUT/$name.log)"; tail -5 "$OUT/$name.log" | sed 's/^/      /'
+    fail=$((fail + 1)); fi
+}
+
+if [ "$DEV" = cuda ]; then
+  check kernels "$BIN/gpu_check_mc_kernels"
+  check forward "$BIN/gpu_check_mc_forward" tests/fixtures 64
+fi
+
+logits_vs_golden() { # FIXTURE
+  local f=$1 rc=0
+  "$BIN/replayssm" logits --device "$DEV" --model "tests/fixtures/$f" \
+    --tokens "tests/fixtures/$f/tokens.npy" --out "$OUT/$f.logits.npy" 2> "$OUT/$f.logits.err" || rc=$?
+  if [ $rc -eq 2 ] && grep -q "not supported on the GPU" "$OUT/$f.logits.err"; then
+    echo "skipped: $(cat "$OUT/$f.logits.err")"; return 0; fi
+  [ $rc -eq 0 ] || { cat "$OUT/$f.logits.err"; return 1; }
+  "$PY" - "$OUT/$f.logits.npy" "tests/fixtures/$f/ref_logits.npy" <<'EOF'
+import sys, numpy as np
+a, r = np.load(sys.argv[1]).astype(np.float64), np.load(sys.argv[2]).astype(np.float64)
+rel = np.abs(a - r).max(axis=1) / np.abs(r).max(axis=1)
+print(f"worst relative error per step {rel.max():.3g} (<= 1e-4)")
+sys.exit(0 if rel.max() <= 1e-4 else 1)
+EOF
+}
+for f in qwen3_5_text qwen3_5_vl qwen3_next nemotron_h qwen3_5_moe nemotron_h_moe; do
+  check "logits-$f" logits_vs_golden "$f"
+done
+
+killed_then_resumed() { # INI OUT
+  RSSM_TEST_KILL_AFTER_BLOCK=3 "$BIN/replayssm" run "$1" --device "$DEV" --out "$2" --quiet
+  local rc=$?
+  [ $rc -ne 0 ] || { echo "the run was not killed"; return 1; }
+  "$BIN/replayssm" run "$1" --device "$DEV" --out "$2" --resume --quiet
+}
+sharded() { # INI OUT
+  "$BIN/replayssm" run "$1" --device "$DEV" --shard 0/2 --out "$2.s0.h5" --quiet &&
+    "$BIN/replayssm" run "$1" --device "$DEV" --shard 1/2 --out "$2.s1.h5" --quiet &&
+    "$BIN/replayssm" merge "$2" "$2.s0.h5" "$2.s1.h5"
+}
+
+for f in qwen3_5_text nemotron_h; do
+  ini="$OUT/$f.ini"
+  cat > "$ini" <<EOF
+model = $PWD/tests/fixtures/$f
+tokens = $PWD/tests/fixtures/$f/tokens.npy
+steps = 200
+sequences = 2
+seed = 5
+block = 32
+checkpoint_every = 64
+
+[config control]
+spec = replay L=16 ckpt=fp32
+
+[config fp8sr]
+spec = conventional state=fp8/sr
+
+[config split]
+spec = replay L=16 hp=fp32 lp=nvfp4
+EOF
+  rm -f "$OUT/$f".*.h5 "$OUT/$f".*.h5.*
+  check "run-$f-cpu" "$BIN/replayssm" run "$ini" --device cpu --out "$OUT/$f.cpu.h5" --quiet
+  check "run-$f-$DEV" "$BIN/replayssm" run "$ini" --device "$DEV" --out "$OUT/$f.dev.h5" --quiet
+  check "agree-$f" "$PY" tests/gpu/compare_runs.py "$OUT/$f.cpu.h5" "$OUT/$f.dev.h5" --fp32 control
+  check "resume-$f" killed_then_resumed "$ini" "$OUT/$f.kill.h5"
+  check "resume-$f-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.kill.h5" --exact
+  check "shards-$f" sharded "$ini" "$OUT/$f.merged.h5"
+  check "shards-$f-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.merged.h5" --exact
+  check "graph-$f" env RSSM_CUDA_GRAPH=1 "$BIN/replayssm" run "$ini" --device "$DEV" \
+    --out "$OUT/$f.graph.h5" --quiet
+  check "graph-$f-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.graph.h5" --exact
+done
+echo "$fail failed check(s); files in $OUT"
+exit $fail
