@@ -58,13 +58,13 @@ enum { BPE_SPLIT_REMOVED, BPE_SPLIT_ISOLATED, BPE_SPLIT_MERGED_PREV, BPE_SPLIT_M
 
 typedef struct {
   pcre2_code *re;      /* a Regex pattern, or NULL for a String pattern */
-  char *literal;       /* a String pattern (literal bytes), or NULL */
+  char *literal;       /* [literal_len] a String pattern (literal bytes), or NULL */
   size_t literal_len;
   int behavior, invert;
 } bpe_split;
 
 typedef struct {
-  char *content;       /* UTF-8 */
+  char *content;       /* [len] UTF-8, NUL-terminated */
   size_t len;
   uint32_t id;
   int special, normalized;
@@ -102,7 +102,7 @@ struct bpe_tokenizer {
 
 /* A piece of text: a pointer into the segment (or the scratch buffer) and a length. */
 typedef struct { const char *p; int64_t n; } bpe_span;
-typedef struct { bpe_span *v; int64_t n, cap; } bpe_spans;
+typedef struct { bpe_span *v; /* [n], capacity cap */ int64_t n, cap; } bpe_spans;
 
 int bpe_spans_push(bpe_spans *s, const char *p, int64_t n);
 

@@ -40,7 +40,7 @@ pcre2_code *bpe_regex_compile(const char *pattern, char *msg, size_t msglen) {
 
 /* One (start, end, is_match) run of a piece. */
 typedef struct { int64_t a, b; int match; } run;
-typedef struct { run *v; int64_t n, cap; } runs;
+typedef struct { run *v; /* [n], capacity cap */ int64_t n, cap; } runs;
 
 static int runs_push(runs *r, int64_t a, int64_t b, int match) {
   if (r->n == r->cap) {

@@ -187,6 +187,17 @@ Test(bpe, cli_encode_decode_and_pg19) {
   cr_assert(is_one_line(e) && strstr(e, "--tokenizer"), "%s", e);
   free(e);
 
+  /* a byte-level stream decodes without --tokenizer, to standard output */
+  char *benc[] = {RSSM_BIN, "tokens", "--force", "--out", out, FIX "/unicode.txt", NULL};
+  cr_assert_eq(run_cli(benc, NULL, errf), 0);
+  char *bdec[] = {RSSM_BIN, "tokens", "--decode", out, "--out", "-", NULL};
+  cr_assert_eq(run_cli(bdec, back, errf), 0);
+  int64_t ul;
+  char *u0 = read_text("unicode", &ul), *u1 = slurp(back, &n1);
+  cr_assert(u0 && u1 && (int64_t)n1 == ul && memcmp(u0, u1, n1) == 0, "byte stream decode differs");
+  free(u0);
+  free(u1);
+
   /* PG-19: each book encoded on its own, ids concatenated in id order */
   char sub[TPATH_MAX], p[TPATH_MAX + 64];
   tpath(sub, dir, "test");
