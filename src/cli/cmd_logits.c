@@ -42,7 +42,7 @@ static void print_help(void) {
          "  --threads N    threads for the matrix-vector products (default 2; results do not\n"
          "                 depend on it)\n"
          "  --device D     cpu (default) or cuda: the GPU runtime (docs/gpu-runtime.md; no spec\n"
-         "                 configurations or MoE blocks yet; exit 2 without a CUDA device)\n"
+         "                 configurations yet; exit 2 without a CUDA device)\n"
          "  --out FILE     .h5 or .npy, written atomically\n");
 }
 

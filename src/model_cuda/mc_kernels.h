@@ -110,6 +110,27 @@ int mc_add(float *h, const float *y, int64_t n, void *stream);
 int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,
                  void *stream);
 
+/* ---- MoE (mc_moe.cu; the CPU's moe_forward). No kernel-level CPU reference yet: checked end to
+ * end against the CPU runtime by gpu_check_mc_forward on the MoE fixtures. */
+/* Routing of every row from its router logits (row r at logits + r ldl, E values): idx [R][k]
+ * expert ids in ascending order and their weights wt [R][k]. qwen: softmax top-k (renormalised
+ * when norm_topk); else Nemotron-H's sigmoid + corr_bias [E] selection with n_group groups keeping
+ * topk_group (<= 64), weights normalised (norm_topk) and scaled. scratch: [R][4][E]. */
+int mc_moe_route(const float *logits, int64_t ldl, const float *corr_bias, int qwen, int64_t E,
+                 int64_t k, int norm_topk, float routed_scaling, int64_t n_group,
+                 int64_t topk_group, float *scratch, int32_t *idx /* [R][k] */,
+                 float *wt /* [R][k] */, int R, void *stream);
+/* acc[r] = sum_j wt[r][j] down_e(act(up_e x[r])) over the k selected experts e = idx[r][j]:
+ * w_gate / w_up [E][I][Din] (w_gate NULL: relu^2), w_down [E][Din][I]; scratch h [R][k][I],
+ * y [R][k][Din]; acc [R][Din]. x rows are ldx floats apart. */
+int mc_moe_experts(const float *x, int64_t ldx, const int32_t *idx, const float *wt,
+                   const float *w_gate, const float *w_up, const float *w_down, float *h, float *y,
+                   float *acc, int R, int64_t k, int64_t I, int64_t Din, void *stream);
+/* y[r] += g_r sh[r] with g_r = sigmoid(gate_src[r ldg]) (Qwen's shared-expert gate) or 1. */
+int mc_moe_shared_add(float *y /* [R][H] */, const float *sh /* [R][H] */,
+                      const float *gate_src /* [R][ldg] or NULL */, int64_t ldg, int R, int64_t H,
+                      void *stream);
+
 /* ---- metrics (mc_metrics.cu) ---------------------------------------------------------------
  * Rows are configuration-major with K windows: row c K + k; c = 0 is the reference. */
 typedef struct {

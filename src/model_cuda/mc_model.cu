@@ -36,6 +36,18 @@ struct mc_block {
   float *D;               /* [Hm] Mamba-2 */
   float *vnorm;           /* GDN [dv]; Mamba-2 [d_inner] (per group slices) */
   float *q_norm, *k_norm; /* [head_dim] Qwen attention, else NULL */
+  /* MoE blocks (w_in, w_out unused) */
+  float *router;          /* [router_rows][H]: E router rows, then Qwen's shared-expert gate row */
+  int64_t router_rows;
+  float *corr_bias;       /* [E] Nemotron-H, else NULL */
+  float *e_gate;          /* [E][I][Din] Qwen, else NULL */
+  float *e_up;            /* [E][I][Din] */
+  float *e_down;          /* [E][Din][I] */
+  float *fc1, *fc2;       /* [latent][H], [H][latent] or NULL */
+  float *sh_in;           /* [sh_rows][H] shared expert: [gate | up] (Qwen) or up, or NULL */
+  int64_t sh_rows, Is;    /* 2 Is or Is; 0 without a shared expert */
+  float *sh_down;         /* [H][Is] */
+  int64_t Din;            /* expert input width: latent, or H */
 };
 
 int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -65,6 +77,8 @@ struct mc_model {
   mc_block *blocks;  /* [nblocks] host array of device pointers */
   int64_t bytes;
   int64_t max_in_rows, max_out_cols;
+  /* MoE maxima over the blocks (0 without MoE) */
+  int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
 };
 
 namespace {
@@ -93,8 +107,10 @@ float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullpt
 }
 
 void block_free(mc_block *b) {
-  float *ps[] = {b->norm, b->w_in, b->w_out, b->conv_w, b->conv_b, b->A_log,
-                 b->dt_bias, b->D, b->vnorm, b->q_norm, b->k_norm};
+  float *ps[] = {b->norm,   b->w_in,   b->w_out,  b->conv_w, b->conv_b,    b->A_log,
+                 b->dt_bias, b->D,      b->vnorm,  b->q_norm, b->k_norm,    b->router,
+                 b->corr_bias, b->e_gate, b->e_up, b->e_down, b->fc1,      b->fc2,
+                 b->sh_in,  b->sh_down};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) cudaFree(ps[i]);
   memset(b, 0, sizeof *b);
 }
@@ -161,8 +177,37 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
       b->w_out = upload(g, w->mlp.w_down, H * I);
       return b->w_in && b->w_out ? 0 : -1;
     }
+    case BK_QMOE:
+    case BK_NMOE: {
+      const moe_weights *mw = &w->moe;
+      const int64_t E = c->n_experts, I = c->moe_inter, Din = mw->Din;
+      if (c->topk < 1 || c->topk > E || c->topk_group > 64) return 1;
+      b->Din = Din;
+      b->router_rows = E + (mw->shared_gate ? 1 : 0);
+      b->router = upload(g, mw->router, E * H, mw->shared_gate, mw->shared_gate ? H : 0);
+      if (mw->corr_bias && !(b->corr_bias = upload(g, mw->corr_bias, E))) return -1;
+      if (mw->w_gate && !(b->e_gate = upload(g, mw->w_gate, E * I * Din))) return -1;
+      b->e_up = upload(g, mw->w_up, E * I * Din);
+      b->e_down = upload(g, mw->w_down, E * Din * I);
+      if (mw->fc1_latent) {
+        b->fc1 = upload(g, mw->fc1_latent, Din * H);
+        b->fc2 = upload(g, mw->fc2_latent, H * Din);
+        if (!b->fc1 || !b->fc2) return -1;
+      }
+      b->Is = mw->shared.I;
+      if (b->Is > 0) {
+        b->sh_rows = mw->shared.w_gate ? 2 * b->Is : b->Is;
+        b->sh_in = mw->shared.w_gate ? upload(g, mw->shared.w_gate, b->Is * H, mw->shared.w_up,
+                                              b->Is * H)
+                                     : upload(g, mw->shared.w_up, b->Is * H);
+        b->sh_down = upload(g, mw->shared.w_down, H * b->Is);
+        if (!b->sh_in || !b->sh_down) return -1;
+      }
+      if (w->kind == BK_NMOE && !b->corr_bias) return 1;
+      return b->router && b->e_up && b->e_down ? 0 : -1;
+    }
     default:
-      return 1; /* MoE: not yet */
+      return 1;
   }
 }
 
@@ -197,15 +242,20 @@ extern "C" int mc_model_upload(const model *m, mc_model **out, char *err, size_t
     int r = block_upload(g, m, &m->blocks[i], &g->blocks[i]);
     if (r > 0) {
       rc = RSSM_ERR_INPUT;
-      fail(err, errlen, "layer %d: %s blocks are not supported on the GPU yet (use --device cpu)",
-           m->blocks[i].layer, block_kind_name((block_kind)m->blocks[i].kind));
+      fail(err, errlen, "layer %d: %s blocks of this shape are not supported on the GPU yet (use "
+           "--device cpu)", m->blocks[i].layer, block_kind_name((block_kind)m->blocks[i].kind));
     } else if (r < 0) {
       rc = RSSM_ERR_IO;
       fail(err, errlen, "layer %d: out of device memory uploading the weights (%lld bytes so far)",
            m->blocks[i].layer, (long long)g->bytes);
     } else {
-      if (g->blocks[i].in_rows > g->max_in_rows) g->max_in_rows = g->blocks[i].in_rows;
-      if (g->blocks[i].out_cols > g->max_out_cols) g->max_out_cols = g->blocks[i].out_cols;
+      const mc_block *nb = &g->blocks[i];
+      if (nb->in_rows > g->max_in_rows) g->max_in_rows = nb->in_rows;
+      if (nb->out_cols > g->max_out_cols) g->max_out_cols = nb->out_cols;
+      if (nb->router_rows > g->moe_router_rows) g->moe_router_rows = nb->router_rows;
+      if (nb->Din > g->moe_din) g->moe_din = nb->Din;
+      if (nb->sh_rows > g->moe_sh_rows) g->moe_sh_rows = nb->sh_rows;
+      if (nb->Is > g->moe_is) g->moe_is = nb->Is;
     }
   }
   if (rc != RSSM_OK) {
@@ -255,6 +305,17 @@ struct mc_batch {
   float *part_ml, *part_acc; /* split-K scratch (mc_attn_decode) */
   float *logits;             /* [Rpad][V] */
   float *rope_cos, *rope_sin;/* [max_ctx][rd/2], host-computed (bit-identical RoPE) */
+  /* MoE scratch (NULL without MoE blocks) */
+  float *mo_lg;              /* [Rpad][router_rows] router logits (+ shared gate) */
+  float *mo_scr;             /* [R][4][E] routing scratch */
+  int32_t *mo_idx;           /* [R][k] selected experts, ascending */
+  float *mo_wt;              /* [R][k] their weights */
+  float *mo_h;               /* [R][k][I] expert activations */
+  float *mo_y;               /* [R][k][Din] expert outputs */
+  float *mo_acc;             /* [Rpad][Din] routed sum */
+  float *mo_xl;              /* [Rpad][Din] latent input */
+  float *mo_sp, *mo_sa;      /* [Rpad][sh_rows], [Rpad][Is] shared expert */
+  float *mo_so;              /* [Rpad][H] shared expert output */
   mc_row_stats *stats;       /* [R] */
   mc_row_metrics *met;       /* [R] */
   int64_t *tok, *tgt;        /* [R] tokens of the step, [K] targets */
@@ -314,7 +375,8 @@ extern "C" void mc_batch_free(mc_batch *b) {
   void *ds[] = {b->h, b->u, b->y, b->proj, b->act, b->cv, b->e_alpha, b->e_beta, b->e_v,
                 b->e_o, b->e_k, b->e_q, b->aq, b->part_ml, b->part_acc, b->logits,
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
-                b->blas_ws};
+                b->blas_ws, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
+                b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -443,6 +505,17 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
       free(hc);
       free(hs);
     }
+  }
+  if (ok && g->moe_router_rows > 0) {
+    const int64_t E = c->n_experts, k = c->topk, I = c->moe_inter, Din = g->moe_din;
+    ok = DALLOC(b, b->mo_lg, Rp * g->moe_router_rows * F) == 0 &&
+         DALLOC(b, b->mo_scr, R * 4 * E * F) == 0 && DALLOC(b, b->mo_idx, R * k * 4) == 0 &&
+         DALLOC(b, b->mo_wt, R * k * F) == 0 && DALLOC(b, b->mo_h, R * k * I * F) == 0 &&
+         DALLOC(b, b->mo_y, R * k * Din * F) == 0 && DALLOC(b, b->mo_acc, Rp * Din * F) == 0 &&
+         DALLOC(b, b->mo_xl, Rp * Din * F) == 0 &&
+         DALLOC(b, b->mo_sp, Rp * max64(g->moe_sh_rows, 1) * F) == 0 &&
+         DALLOC(b, b->mo_sa, Rp * max64(g->moe_is, 1) * F) == 0 &&
+         DALLOC(b, b->mo_so, Rp * H * F) == 0;
   }
   for (int i = 0; ok && i < nb; i++) {
     const model_block_w *w = &m->blocks[i];
@@ -577,10 +650,37 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       case BK_RELU2:
         rc = rc || mc_relu2(b->proj, b->act, R, w->out_cols, s);
         break;
+      case BK_QMOE:
+      case BK_NMOE: {
+        const int64_t E = c->n_experts, k = c->topk, I = c->moe_inter, Din = w->Din;
+        rc = rc || gemm(b, w->router, w->router_rows, H, b->u, b->mo_lg, w->router_rows);
+        rc = rc || mc_moe_route(b->mo_lg, w->router_rows, w->corr_bias, w->kind == BK_QMOE, E, k,
+                                c->norm_topk, (float)c->routed_scaling,
+                                c->n_group > 0 ? c->n_group : 1, c->topk_group, b->mo_scr,
+                                b->mo_idx, b->mo_wt, R, s);
+        const float *x = b->u; /* [Rpad][Din]: the latent input, or u itself */
+        if (w->fc1) {
+          rc = rc || gemm(b, w->fc1, Din, H, b->u, b->mo_xl, Din);
+          x = b->mo_xl;
+        }
+        rc = rc || mc_moe_experts(x, Din, b->mo_idx, b->mo_wt, w->e_gate, w->e_up, w->e_down,
+                                  b->mo_h, b->mo_y, b->mo_acc, R, k, I, Din, s);
+        if (w->fc2) rc = rc || gemm(b, w->fc2, H, Din, b->mo_acc, b->y, H);
+        else rc = rc || mc_copy_rows(b->mo_acc, Din, b->y, H, R, H, s);
+        if (w->sh_rows > 0) {
+          rc = rc || gemm(b, w->sh_in, w->sh_rows, H, b->u, b->mo_sp, w->sh_rows);
+          rc = rc || (w->sh_rows == 2 * w->Is ? mc_swiglu(b->mo_sp, b->mo_sa, R, w->Is, s)
+                                              : mc_relu2(b->mo_sp, b->mo_sa, R, w->Is, s));
+          rc = rc || gemm(b, w->sh_down, H, w->Is, b->mo_sa, b->mo_so, H);
+          rc = rc || mc_moe_shared_add(b->y, b->mo_so, w->router_rows > E ? b->mo_lg + E : nullptr,
+                                       w->router_rows, R, H, s);
+        }
+        break;
+      }
       default:
         rc = 1;
     }
-    rc = rc || gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H);
+    if (w->w_out) rc = rc || gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H);
     rc = rc || mc_add(b->h, b->y, (int64_t)R * H, s);
     if (rc) return fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
                         w->layer, what, cudaGetErrorString(cudaGetLastError()));
