@@ -36,6 +36,10 @@ static void encode_matrix(const qformat *f, const qlayout *L, const float *x /* 
 
 static void decode_matrix(const qformat *f, const qlayout *L, const uint8_t *blob /* [bytes_per_matrix] */,
                           float *y /* [rows][cols] */) {
+  if (f->kind == QF_FP32) { /* the codes are the values: the per-element path would only copy */
+    memcpy(y, blob + L->codes_off, (size_t)(L->rows * L->cols) * sizeof(float));
+    return;
+  }
   float s_dec = 1.0f;
   if (f->kind == QF_NVFP4) memcpy(&s_dec, blob + L->tscale_off, sizeof s_dec);
   for (int64_t r = 0; r < L->rows; r++) {
