@@ -110,8 +110,8 @@ int mc_add(float *h, const float *y, int64_t n, void *stream);
 int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,
                  void *stream);
 
-/* ---- MoE (mc_moe.cu; the CPU's moe_forward). No kernel-level CPU reference yet: checked end to
- * end against the CPU runtime by gpu_check_mc_forward on the MoE fixtures. */
+/* ---- MoE (mc_moe.cu; the CPU's moe_forward). References in mc_ref.c (gpu_check_mc_kernels),
+ * and end to end against the CPU runtime by gpu_check_mc_forward on the MoE fixtures. */
 /* Routing of every row from its router logits (row r at logits + r ldl, E values): idx [R][k]
  * expert ids in ascending order and their weights wt [R][k]. qwen: softmax top-k (renormalised
  * when norm_topk); else Nemotron-H's sigmoid + corr_bias [E] selection with n_group groups keeping

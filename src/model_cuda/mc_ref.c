@@ -255,3 +255,134 @@ void mc_ref_row_metrics(const float *logits, const int64_t *target, int R, int K
   }
   free(lp);
 }
+
+/* ---- MoE: layer_mlp.c's routing and expert loop, per row ------------------------------------ */
+
+/* layer_mlp.c topk: the k largest (ties: the lower index), only where allowed[e] != 0 */
+static void topk_ref(const float *score, const float *allowed, int64_t E, int64_t k,
+                     int32_t *idx /* [k] */) {
+  for (int64_t j = 0; j < k; j++) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < E; e++) {
+      if (allowed && allowed[e] == 0.0f) continue;
+      int taken = 0;
+      for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
+      if (taken) continue;
+      if (best < 0 || score[e] > score[best]) best = e;
+    }
+    idx[j] = (int32_t)best;
+  }
+}
+
+void mc_ref_moe_route(const float *logits, int64_t ldl, const float *corr_bias, int qwen,
+                      int64_t E, int64_t k, int norm_topk, float routed_scaling, int64_t n_group,
+                      int64_t topk_group, int32_t *idx, float *wt, int R) {
+  float *rr = malloc((size_t)(4 * E) * sizeof(float)); /* [4][E] as the kernel's scratch */
+  if (!rr) return;
+  float *sc = rr + E, *allowed = sc + E, *gs = allowed + E;
+  for (int r = 0; r < R; r++) {
+    const float *lg = logits + r * ldl;
+    int32_t *ix = idx + r * k;
+    float *w = wt + r * k;
+    if (qwen) {
+      float mx = lg[0];
+      for (int64_t e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
+      float sum = 0.0f;
+      for (int64_t e = 0; e < E; e++) {
+        sc[e] = expf(lg[e] - mx);
+        sum = sum + sc[e];
+      }
+      for (int64_t e = 0; e < E; e++) sc[e] = sc[e] / sum;
+      topk_ref(sc, NULL, E, k, ix);
+      float ws = 0.0f;
+      for (int64_t j = 0; j < k; j++) {
+        w[j] = sc[ix[j]];
+        ws = ws + w[j];
+      }
+      if (norm_topk)
+        for (int64_t j = 0; j < k; j++) w[j] = w[j] / ws;
+    } else {
+      for (int64_t e = 0; e < E; e++) {
+        rr[e] = sigmoid_f(lg[e]);
+        sc[e] = rr[e] + corr_bias[e];
+        allowed[e] = 1.0f;
+      }
+      const int64_t per = E / n_group;
+      if (topk_group < n_group) {
+        for (int64_t gi = 0; gi < n_group; gi++) {
+          int32_t two[2];
+          const int64_t kk = per < 2 ? per : 2;
+          topk_ref(sc + gi * per, NULL, per, kk, two);
+          float s2 = 0.0f;
+          for (int64_t j = 0; j < kk; j++) s2 = s2 + sc[gi * per + two[j]];
+          gs[gi] = s2;
+        }
+        int32_t keep[64];
+        topk_ref(gs, NULL, n_group, topk_group, keep);
+        for (int64_t e = 0; e < E; e++) allowed[e] = 0.0f;
+        for (int64_t j = 0; j < topk_group; j++)
+          for (int64_t e = keep[j] * per; e < (keep[j] + 1) * per; e++) allowed[e] = 1.0f;
+      }
+      topk_ref(sc, allowed, E, k, ix);
+      float ws = 0.0f;
+      for (int64_t j = 0; j < k; j++) {
+        w[j] = rr[ix[j]];
+        ws = ws + w[j];
+      }
+      if (norm_topk)
+        for (int64_t j = 0; j < k; j++) w[j] = w[j] / (ws + 1e-20f);
+      for (int64_t j = 0; j < k; j++) w[j] = w[j] * routed_scaling;
+    }
+    for (int64_t i = 1; i < k; i++)
+      for (int64_t j = i; j > 0 && ix[j - 1] > ix[j]; j--) {
+        int32_t ti = ix[j];
+        ix[j] = ix[j - 1];
+        ix[j - 1] = ti;
+        float tw = w[j];
+        w[j] = w[j - 1];
+        w[j - 1] = tw;
+      }
+  }
+  free(rr);
+}
+
+void mc_ref_moe_experts(const float *x, int64_t ldx, const int32_t *idx, const float *wt,
+                        const float *w_gate, const float *w_up, const float *w_down, float *acc,
+                        int R, int64_t k, int64_t I, int64_t Din) {
+  float *h = malloc((size_t)I * sizeof(float));   /* [I] */
+  float *eo = malloc((size_t)Din * sizeof(float)); /* [Din] */
+  if (!h || !eo) {
+    free(h);
+    free(eo);
+    return;
+  }
+  for (int r = 0; r < R; r++) {
+    const float *xr = x + r * ldx;
+    float *ar = acc + r * Din;
+    for (int64_t o = 0; o < Din; o++) ar[o] = 0.0f;
+    for (int64_t j = 0; j < k; j++) {
+      const int64_t e = idx[r * k + j];
+      for (int64_t i = 0; i < I; i++) {
+        float u = dot_f32(w_up + (e * I + i) * Din, xr, Din);
+        if (w_gate) {
+          h[i] = silu_f(dot_f32(w_gate + (e * I + i) * Din, xr, Din)) * u;
+        } else {
+          float rl = u > 0.0f ? u : 0.0f;
+          h[i] = rl * rl;
+        }
+      }
+      for (int64_t o = 0; o < Din; o++) eo[o] = dot_f32(w_down + (e * Din + o) * I, h, I);
+      for (int64_t o = 0; o < Din; o++) ar[o] = ar[o] + wt[r * k + j] * eo[o];
+    }
+  }
+  free(h);
+  free(eo);
+}
+
+void mc_ref_moe_shared_add(float *y, const float *sh, const float *gate_src, int64_t ldg, int R,
+                           int64_t H) {
+  for (int r = 0; r < R; r++) {
+    const float gate = gate_src ? sigmoid_f(gate_src[r * ldg]) : 1.0f;
+    for (int64_t i = 0; i < H; i++) y[r * H + i] = y[r * H + i] + gate * sh[r * H + i];
+  }
+}

@@ -44,6 +44,19 @@ void mc_ref_swiglu(const float *gu, float *act, int R, int64_t I);
 void mc_ref_relu2(const float *up, float *act, int R, int64_t I);
 void mc_ref_add(float *h, const float *y, int64_t n);
 
+/* MoE (mc_moe.cu): routing as layer_mlp.c's moe_forward (qwen: softmax top-k; else sigmoid,
+ * correction bias, groups), experts with dot_f32 (the kernel uses warp sums: compare with a
+ * tolerance), the shared-expert add. Same arguments as the kernels. */
+void mc_ref_moe_route(const float *logits, int64_t ldl, const float *corr_bias, int qwen,
+                      int64_t E, int64_t k, int norm_topk, float routed_scaling, int64_t n_group,
+                      int64_t topk_group, int32_t *idx /* [R][k] */, float *wt /* [R][k] */,
+                      int R);
+void mc_ref_moe_experts(const float *x, int64_t ldx, const int32_t *idx, const float *wt,
+                        const float *w_gate, const float *w_up, const float *w_down,
+                        float *acc /* [R][Din] */, int R, int64_t k, int64_t I, int64_t Din);
+void mc_ref_moe_shared_add(float *y, const float *sh, const float *gate_src, int64_t ldg, int R,
+                           int64_t H);
+
 /* metrics_log_softmax / metrics_step of src/driver/metrics.c, per row, in the kernel's output
  * form. */
 void mc_ref_row_metrics(const float *logits /* [R][V] */, const int64_t *target /* [K] */, int R,

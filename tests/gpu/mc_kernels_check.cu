@@ -11,6 +11,7 @@
  *    relative on alpha, 1e-6 on beta and delta-scaled values (softplus: log1pf and expf);
  *  - attention: other summation order; compared against an fp64 evaluation with
  *    |gpu - ref64| <= 2e-5 max|v| (scores carry ~D u |q||k|, the weights then ~1e-6 relative);
+ *  - MoE: routing ids exact and weights 1e-6; experts 1e-5 of max|ref| (warp sums vs dot_f32);
  *  - metrics on identical logits: |dkl| <= 1e-5 kl + 1e-10, |dnll| <= 1e-6 (|nll| + 1),
  *    |ddp| <= 1e-6, argmax and top1 exact (ties: first index).
  * Exit status 0 only when every case passes. Usage: gpu_check_mc_kernels */
@@ -322,6 +323,68 @@ static void check_attention(int gated, int nH, int nKV, int D, int64_t max_ctx,
   cudaFree(dqkv), cudaFree(dpos), cudaFree(dq), cudaFree(dml), cudaFree(dacc), cudaFree(dout);
 }
 
+/* MoE: routing (expert ids exact, weights within expf ulps), experts (warp sums against
+ * dot_f32: reassociation of sums of Din and I terms, |d| <= 1e-5 max|ref|; the reference's ids
+ * and weights feed both sides so the two parts are checked separately), shared-expert add. */
+static void check_moe(int qwen, int64_t E, int64_t k, int64_t n_group, int64_t topk_group,
+                      int64_t I, int64_t Din, const char *name) {
+  const int R = 5;
+  const int64_t ldl = E + 4;
+  auto lg = rnd((size_t)(R * ldl), 60, 3.0f), cb = rnd((size_t)E, 61, 0.05f);
+  float *dlg = dev(lg), *dcb = dev(cb), *dscr;
+  int32_t *didx;
+  float *dwt;
+  CUDA_OK(cudaMalloc(&dscr, (size_t)(R * 4 * E) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&didx, (size_t)(R * k) * sizeof(int32_t)));
+  CUDA_OK(cudaMalloc(&dwt, (size_t)(R * k) * sizeof(float)));
+  const float scaling = qwen ? 1.0f : 2.5f;
+  if (mc_moe_route(dlg, ldl, qwen ? nullptr : dcb, qwen, E, k, 1, scaling, n_group, topk_group,
+                   dscr, didx, dwt, R, 0) != 0)
+    g_fail++;
+  std::vector<int32_t> ix((size_t)(R * k));
+  std::vector<float> wr((size_t)(R * k));
+  mc_ref_moe_route(lg.data(), ldl, qwen ? nullptr : cb.data(), qwen, E, k, 1, scaling, n_group,
+                   topk_group, ix.data(), wr.data(), R);
+  auto gix = host(didx, ix.size());
+  char nm[96];
+  snprintf(nm, sizeof nm, "%s: routing ids", name);
+  report(nm, memcmp(gix.data(), ix.data(), ix.size() * sizeof(int32_t)) == 0, "%.0f rows x %.0f",
+         (double)R, (double)k);
+  snprintf(nm, sizeof nm, "%s: routing weights", name);
+  close_to(nm, host(dwt, wr.size()), wr, 1e-6, 0.0);
+
+  auto x = rnd((size_t)(R * Din), 62, 1.0f);
+  auto wg = rnd((size_t)(E * I * Din), 63, 1.0f / sqrtf((float)Din));
+  auto wu = rnd((size_t)(E * I * Din), 64, 1.0f / sqrtf((float)Din));
+  auto wd = rnd((size_t)(E * Din * I), 65, 1.0f / sqrtf((float)I));
+  float *dx = dev(x), *dwg = dev(wg), *dwu = dev(wu), *dwd = dev(wd), *dh, *dy, *dacc;
+  CUDA_OK(cudaMalloc(&dh, (size_t)(R * k * I) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dy, (size_t)(R * k * Din) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dacc, (size_t)(R * Din) * sizeof(float)));
+  int32_t *dix = dev(ix);
+  float *dwr = dev(wr);
+  if (mc_moe_experts(dx, Din, dix, dwr, qwen ? dwg : nullptr, dwu, dwd, dh, dy, dacc, R, k, I, Din,
+                     0) != 0)
+    g_fail++;
+  std::vector<float> acc((size_t)(R * Din));
+  mc_ref_moe_experts(x.data(), Din, ix.data(), wr.data(), qwen ? wg.data() : nullptr, wu.data(),
+                     wd.data(), acc.data(), R, k, I, Din);
+  double amax = 0.0;
+  for (float v : acc) amax = fmax(amax, fabs((double)v));
+  snprintf(nm, sizeof nm, "%s: experts", name);
+  close_to(nm, host(dacc, acc.size()), acc, 0.0, 1e-5 * amax);
+
+  auto y = rnd((size_t)(R * Din), 66, 1.0f), sh = rnd((size_t)(R * Din), 67, 1.0f);
+  float *dy2 = dev(y), *dsh = dev(sh);
+  if (mc_moe_shared_add(dy2, dsh, qwen ? dlg + E : nullptr, ldl, R, Din, 0) != 0) g_fail++;
+  mc_ref_moe_shared_add(y.data(), sh.data(), qwen ? lg.data() + E : nullptr, ldl, R, Din);
+  snprintf(nm, sizeof nm, "%s: shared add", name);
+  close_to(nm, host(dy2, y.size()), y, 1e-6, 1e-7);
+  cudaFree(dlg), cudaFree(dcb), cudaFree(dscr), cudaFree(didx), cudaFree(dwt), cudaFree(dx);
+  cudaFree(dwg), cudaFree(dwu), cudaFree(dwd), cudaFree(dh), cudaFree(dy), cudaFree(dacc);
+  cudaFree(dix), cudaFree(dwr), cudaFree(dy2), cudaFree(dsh);
+}
+
 static void check_metrics(int64_t V) {
   const int K = 2, C = 4, R = C * K;
   auto base = rnd((size_t)(K * V), 50, 6.0f);
@@ -397,6 +460,10 @@ int main(void) {
   check_attention(0, 4, 2, 16, 300, {0, 5, 299}, "nemotron fixture shape");
   check_attention(1, 16, 4, 256, 4096, {4095, 1000}, "qwen3.5-4b heads");
   check_attention(0, 40, 8, 128, 2048, {2047}, "nemotron-4b heads");
+  check_moe(1, 8, 2, 1, 1, 24, 48, "moe qwen fixture shape");
+  check_moe(0, 8, 2, 2, 1, 24, 24, "moe nemotron groups");
+  check_moe(1, 128, 8, 1, 1, 64, 256, "moe qwen E=128 top-8");
+  check_moe(0, 128, 6, 8, 4, 64, 128, "moe nemotron E=128 8 groups");
   check_metrics(1000);
   check_metrics(248320);
   CUDA_OK(cudaDeviceSynchronize());
