@@ -1,5 +1,6 @@
 /* `replayssm <command> [args]`: looks the command up in a table and runs it.
  * Exit status: 0 ok, 2 bad input or usage, 1 I/O or internal failure (docs/cli.md). */
+#include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,6 +57,11 @@ static void unknown_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  /* HDF5 1.10 crashes (SIGSEGV) in its exit-time cleanup when a file could not be flushed, e.g.
+   * on a full disk: H5Fclose fails and leaves a half-closed file that the cleanup closes again.
+   * Every command closes its files itself, so the cleanup runs only after a success or a bad
+   * input (H5close below), never after an I/O failure (exit status 1). docs/reliability.md */
+  H5dont_atexit();
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -93,5 +99,7 @@ int main(int argc, char **argv) {
       unknown_command(name);
     return 2;
   }
-  return c->run(argc - 1, argv + 1);
+  int rc = c->run(argc - 1, argv + 1);
+  if (rc != 1) H5close();
+  return rc;
 }

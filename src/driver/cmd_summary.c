@@ -20,7 +20,8 @@ static void usage(FILE *out) {
           "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
           "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
           "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
-          "with its standard error, and the mean KL per power-of-two position bucket.\n");
+          "with its standard error, and the mean KL per power-of-two position bucket.\n"
+          "Configurations that went non-finite are listed with their first non-finite step.\n");
 }
 
 static void print_report(FILE *out, const char *path, const run_data *d, const summary_stats *s) {
@@ -44,6 +45,24 @@ static void print_report(FILE *out, const char *path, const run_data *d, const s
     fprintf(out, "%-*s  %21s %10.3e %10.3e %10.3e %10.3e %10.3e  %+10.2e %10.3e  %7.3f  %21s %9lld\n",
             w, d->cfg[c].name, mkl, x->kl_median, x->kl_p90, x->kl_p99, x->kl_p999, x->kl_max,
             x->dp_mean, x->dp_rms, 100.0 * x->top1, lp, (long long)x->nonfinite);
+  }
+  /* configurations whose logits stopped being finite (an overflowing state): where it began */
+  int header = 0;
+  for (int c = 0; c < d->nconfig; c++) {
+    int64_t first = -1, seq = -1, nseq = 0;
+    for (int64_t k = 0; k < d->K; k++) {
+      int64_t f = d->cfg[c].first_nonfinite[k];
+      if (f < 0) continue;
+      nseq++;
+      if (first < 0 || f < first) first = f, seq = k;
+    }
+    if (first < 0) continue;
+    if (!header) fprintf(out, "\nnot finite (from the first non-finite step on: kl = nll = inf, "
+                         "left out of the statistics above):\n");
+    header = 1;
+    fprintf(out, "%-*s  first at step %lld of sequence %lld (0-based); %lld of %lld sequences\n", w,
+            d->cfg[c].name, (long long)first, (long long)(d->offset + seq), (long long)nseq,
+            (long long)d->K);
   }
   if (d->nconfig == 0) return;
   fprintf(out, "\nmean KL by position (bucket [2^b, 2^(b+1)) of the 1-based step):\n%-*s", w,

@@ -18,8 +18,10 @@
 
 typedef struct run_h5 run_h5;
 
-/* Creates (truncates) path with every attribute, /tokens and /window_start of d, and empty
- * metric datasets. Returns NULL with a message on failure. */
+/* Creates path with every attribute, /tokens and /window_start of d, and empty metric datasets
+ * (every chunk allocated now). The file is built as path.new and renamed to path by the first
+ * successful run_h5_write_columns, so path only ever names a complete, flushed file; closing a
+ * file that was never published removes path.new. Returns NULL with a message on failure. */
 run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t errlen);
 /* Writes columns [c0, c1) of every [K, N] dataset and the whole first_nonfinite, then flushes. */
 int run_h5_write_columns(run_h5 *h, const run_data *d, int64_t c0, int64_t c1, char *err,

@@ -430,8 +430,9 @@ int toy_model_open(const char *name, rssm_model **out, char *err, size_t errlen)
   *out = NULL;
   ssm_kind kind;
   const char *rest;
-  double v_scale = 1.0; /* mamba2-big: states near 1e6, beyond fp16's range (tests) */
-  if (strncmp(name, "gdn", 3) == 0) kind = SSM_GDN, rest = name + 3;
+  double v_scale = 1.0; /* gdn-big, mamba2-big: states beyond fp16's range (tests) */
+  if (strncmp(name, "gdn-big", 7) == 0) kind = SSM_GDN, rest = name + 7, v_scale = 1e5;
+  else if (strncmp(name, "gdn", 3) == 0) kind = SSM_GDN, rest = name + 3;
   else if (strncmp(name, "mamba2-big", 10) == 0) kind = SSM_MAMBA2, rest = name + 10, v_scale = 1e5;
   else if (strncmp(name, "mamba2", 6) == 0) kind = SSM_MAMBA2, rest = name + 6;
   else {

@@ -254,8 +254,9 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
            partial);
     x->failed = 1;
   }
-  /* HF: int(head_dim * partial_rotary_factor) */
-  c->rotary_dim = (int64_t)((double)c->head_dim * partial);
+  /* HF: int(head_dim * partial_rotary_factor); only for a factor in range (an infinite one,
+   * refused above, must not reach the conversion: found by fuzz_model_config) */
+  c->rotary_dim = partial > 0.0 && partial <= 1.0 ? (int64_t)((double)c->head_dim * partial) : 0;
   if (c->rotary_dim % 2 != 0 && !x->failed) {
     seterr(x->err, x->errlen, "%s: rotary dim %lld = head_dim * partial_rotary_factor is odd "
            "(expected even)", x->path, (long long)c->rotary_dim);

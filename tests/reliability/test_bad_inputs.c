@@ -181,6 +181,7 @@ static void p_cfg_json(void) { good_model(); patch("config.json", "{", "{,"); }
 static void p_cfg_type(void) { good_model(); patch("config.json", "\"qwen3_5_text\"", "\"qwen9\""); }
 static void p_cfg_hidden(void) { good_model(); patch("config.json", "\"hidden_size\"", "\"hidden_sizes\""); }
 static void p_cfg_layers(void) { good_model(); patch("config.json", "\"num_hidden_layers\": ", "\"num_hidden_layers\": -"); }
+static void p_cfg_rotary(void) { good_model(); patch("config.json", "],\n    \"partial_rotary_factor\": 0.25", "],\n    \"partial_rotary_factor\": Infinity"); }
 static void p_cfg_string(void) { good_model(); patch("config.json", "\"vocab_size\": ", "\"vocab_size\": \"many\", \"x\": "); }
 
 static void p_exp_ok(void) { good_tokens(); exp_with("config = replay L=16 ckpt=fp32\n"); }
@@ -261,6 +262,8 @@ static const bad_case cases[] = {
     {"cfg_missing_key", p_cfg_hidden, {LOGITS}, {"@config.json", "hidden_size"}},
     {"cfg_negative", p_cfg_layers, {LOGITS}, {"@config.json", "num_hidden_layers"}},
     {"cfg_type", p_cfg_string, {LOGITS}, {"@config.json", "vocab_size"}},
+    /* found by fuzz_model_config: inf reached a conversion to int64 (UBSan) */
+    {"cfg_infinite", p_cfg_rotary, {LOGITS}, {"@config.json", "partial_rotary_factor", "inf"}},
     /* token streams */
     {"tok_magic", p_tok_magic, {RUNX}, {"@t.tok.zst", "magic"}},
     {"tok_header_crc", p_tok_hcrc, {RUNX}, {"@t.tok.zst", "header checksum"}},
