@@ -1,4 +1,5 @@
 /* The lockstep run loop (run.h). */
+#include "src/model/model.h"
 #include "src/driver/run.h"
 
 #include <math.h>
@@ -428,6 +429,11 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   }
   /* a resumed run rewrites what its checkpoint holds: the old .part may be torn */
   rc = run_h5_write_columns(h, &r.d, 0, r.written, err, errlen);
+
+  /* The workers below each decode whole (sequence, configuration) pairs, so with two or more of
+   * them the CPU model's own matrix-vector threads would only oversubscribe the cores (and start
+   * a thread per product). Results do not depend on either count. */
+  model_set_threads(o->threads > 1 ? 1 : 2);
 
   phase_ctx p;
   memset(&p, 0, sizeof p);
