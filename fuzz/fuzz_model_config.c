@@ -36,5 +36,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *fixed = model_json_fix_nonfinite((const char *)data, size);
   free(fixed);
   unlink(path);
+  rmdir(dir);
   return 0;
 }
