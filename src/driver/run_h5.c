@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "src/driver/experiment.h"
+#include "src/io/h5_attr.h"
 #include "src/io/status.h"
 #include "src/tokens/atomic_file.h"
 
@@ -22,27 +23,6 @@ struct run_h5 {
   hid_t *ds;   /* [nconfig][5]: kl, nll, dp, top1, first_nonfinite */
 };
 
-
-static int attr_str(hid_t obj, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  return rc < 0 ? -1 : 0;
-}
-
-static int attr_num(hid_t obj, const char *name, hid_t type, const void *value) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  return rc < 0 ? -1 : 0;
-}
 
 /* A [K, N] dataset chunked along N (or [K] when N == 0), created empty. */
 static hid_t make_ds(hid_t loc, const char *name, hid_t type, int64_t K, int64_t N) {
@@ -138,21 +118,21 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
   }
   int rc = 0;
   hid_t f = h->file;
-  rc |= attr_str(f, "tool", "replayssm run");
-  rc |= attr_str(f, "version", d->version);
-  rc |= attr_str(f, "commit", d->commit);
-  rc |= attr_str(f, "model", d->model);
-  rc |= attr_str(f, "model_checksum", d->model_checksum);
-  rc |= attr_str(f, "tokens", d->tokens_path);
-  rc |= attr_str(f, "tokens_checksum", d->tokens_checksum);
-  rc |= attr_str(f, "tokenizer", d->tokenizer);
-  rc |= attr_num(f, "seed", H5T_NATIVE_UINT64, &d->seed);
-  rc |= attr_num(f, "steps", H5T_NATIVE_INT64, &d->N);
-  rc |= attr_num(f, "sequences", H5T_NATIVE_INT64, &d->sequences);
-  rc |= attr_num(f, "sequence_offset", H5T_NATIVE_INT64, &d->offset);
-  rc |= attr_str(f, "shard", d->shard);
-  rc |= attr_str(f, "reference", d->reference);
-  rc |= attr_str(f, "experiment", d->experiment ? d->experiment : "");
+  rc |= h5_attr_str(f, "tool", "replayssm run");
+  rc |= h5_attr_str(f, "version", d->version);
+  rc |= h5_attr_str(f, "commit", d->commit);
+  rc |= h5_attr_str(f, "model", d->model);
+  rc |= h5_attr_str(f, "model_checksum", d->model_checksum);
+  rc |= h5_attr_str(f, "tokens", d->tokens_path);
+  rc |= h5_attr_str(f, "tokens_checksum", d->tokens_checksum);
+  rc |= h5_attr_str(f, "tokenizer", d->tokenizer);
+  rc |= h5_attr_num(f, "seed", H5T_NATIVE_UINT64, &d->seed);
+  rc |= h5_attr_num(f, "steps", H5T_NATIVE_INT64, &d->N);
+  rc |= h5_attr_num(f, "sequences", H5T_NATIVE_INT64, &d->sequences);
+  rc |= h5_attr_num(f, "sequence_offset", H5T_NATIVE_INT64, &d->offset);
+  rc |= h5_attr_str(f, "shard", d->shard);
+  rc |= h5_attr_str(f, "reference", d->reference);
+  rc |= h5_attr_str(f, "experiment", d->experiment ? d->experiment : "");
   rc |= write_whole(f, "tokens", H5T_NATIVE_INT32, d->K, d->N + 1, d->tokens);
   rc |= write_whole(f, "window_start", H5T_NATIVE_INT64, d->K, 0, d->window_start);
   hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
@@ -161,8 +141,8 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
   hid_t cfgs = H5Gcreate2(f, "configs", H5P_DEFAULT, gcpl, H5P_DEFAULT);
   if (ref < 0 || cfgs < 0) rc = -1;
   if (ref >= 0) {
-    rc |= attr_str(ref, "spec", d->reference);
-    rc |= attr_str(ref, "name", "reference");
+    rc |= h5_attr_str(ref, "spec", d->reference);
+    rc |= h5_attr_str(ref, "name", "reference");
     h->ref_nll = make_ds(ref, "nll", H5T_NATIVE_FLOAT, d->K, d->N);
     if (h->ref_nll < 0) rc = -1;
     H5Gclose(ref);
@@ -175,8 +155,8 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
       rc = -1;
       break;
     }
-    rc |= attr_str(g, "spec", d->cfg[c].spec);
-    rc |= attr_str(g, "name", d->cfg[c].name);
+    rc |= h5_attr_str(g, "spec", d->cfg[c].spec);
+    rc |= h5_attr_str(g, "name", d->cfg[c].name);
     hid_t *ds = h->ds + 5 * c;
     ds[0] = make_ds(g, "kl", H5T_NATIVE_FLOAT, d->K, d->N);
     ds[1] = make_ds(g, "nll", H5T_NATIVE_FLOAT, d->K, d->N);

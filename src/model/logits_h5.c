@@ -1,25 +1,14 @@
 /* HDF5 writer of the logits command (see logits_h5.h). */
 #include "src/model/logits_h5.h"
 
-#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "src/io/h5_attr.h"
 #include "src/io/status.h"
-
-static int attr_str(hid_t obj, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  return rc < 0 ? -1 : 0;
-}
+#include "src/tokens/atomic_file.h"
 
 int logits_h5_write(const char *path, const float *logits, int64_t N, int64_t V,
                     const char *model_dir, const char *tokens_path, const char *config,
@@ -46,19 +35,17 @@ int logits_h5_write(const char *path, const float *logits, int64_t N, int64_t V,
     rc = -1;
   if (ds >= 0) H5Dclose(ds);
   H5Sclose(space);
-  rc |= attr_str(f, "model", model_dir);
-  rc |= attr_str(f, "tokens", tokens_path);
-  rc |= attr_str(f, "config", config);
+  rc |= h5_attr_str(f, "model", model_dir);
+  rc |= h5_attr_str(f, "tokens", tokens_path);
+  rc |= h5_attr_str(f, "config", config);
   if (H5Fclose(f) < 0) rc = -1;
   if (rc != 0) {
     unlink(tmp);
     snprintf(err, errlen, "%s: writing the HDF5 file failed", path);
     return RSSM_ERR_IO;
   }
-  if (rename(tmp, path) != 0) {
-    int e = errno;
+  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
     unlink(tmp);
-    snprintf(err, errlen, "%s: cannot rename %s into place (%s)", path, tmp, strerror(e));
     return RSSM_ERR_IO;
   }
   return RSSM_OK;

@@ -1,39 +1,20 @@
 /* HDF5 writer for ssm-sim results (layout in sim_h5.h). */
 #include "src/sim/sim_h5.h"
 
-#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "src/cli/cli_util.h"
+#include "src/io/h5_attr.h"
+#include "src/io/status.h"
+#include "src/tokens/atomic_file.h"
 
 void sim_h5_group_name(const char *label, char *out) {
   size_t i = 0;
   for (; label[i]; i++) out[i] = label[i] == '/' ? '_' : label[i];
   out[i] = '\0';
-}
-
-static int attr_str(hid_t obj, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  return rc < 0 ? -1 : 0;
-}
-
-static int attr_num(hid_t obj, const char *name, hid_t type, const void *value) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  return rc < 0 ? -1 : 0;
 }
 
 /* A dataset of rank 1 or 2 (dims[1] == 0 means rank 1), written whole. Zero-length is allowed. */
@@ -56,8 +37,8 @@ static int write_config(hid_t configs, const ssm_config *c, const ssm_sim_result
   hid_t g = H5Gcreate2(configs, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) return -1;
   int rc = 0;
-  rc |= attr_str(g, "spec", spec);
-  rc |= attr_str(g, "name", c->name);
+  rc |= h5_attr_str(g, "spec", spec);
+  rc |= h5_attr_str(g, "name", c->name);
   rc |= dataset(g, "out_err", H5T_NATIVE_FLOAT, (hsize_t)r->steps, 0, r->out_err);
   rc |= dataset(g, "out_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->steps, (hsize_t)r->H, r->out_err_head);
   rc |= dataset(g, "store_step", H5T_NATIVE_INT64, (hsize_t)r->nstore, 0, r->store_step);
@@ -91,20 +72,20 @@ int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const s
   int rc = 0;
   long long steps = (long long)p->steps;
   unsigned long long seed = (unsigned long long)p->in.seed;
-  rc |= attr_str(f, "tool", "replayssm ssm-sim");
-  rc |= attr_str(f, "version", rssm_version());
-  rc |= attr_str(f, "kind", d->kind == SSM_GDN ? "gdn" : "mamba2");
-  rc |= attr_str(f, "reference", "conventional state=fp32");
-  rc |= attr_num(f, "H", H5T_NATIVE_INT, &d->H);
-  rc |= attr_num(f, "G", H5T_NATIVE_INT, &d->G);
-  rc |= attr_num(f, "dv", H5T_NATIVE_INT, &d->dv);
-  rc |= attr_num(f, "dk", H5T_NATIVE_INT, &d->dk);
-  rc |= attr_num(f, "steps", H5T_NATIVE_LLONG, &steps);
-  rc |= attr_num(f, "seed", H5T_NATIVE_ULLONG, &seed);
-  rc |= attr_num(f, "decay_lo", H5T_NATIVE_DOUBLE, &p->in.decay_lo);
-  rc |= attr_num(f, "decay_hi", H5T_NATIVE_DOUBLE, &p->in.decay_hi);
-  rc |= attr_num(f, "beta_lo", H5T_NATIVE_DOUBLE, &p->in.beta_lo);
-  rc |= attr_num(f, "beta_hi", H5T_NATIVE_DOUBLE, &p->in.beta_hi);
+  rc |= h5_attr_str(f, "tool", "replayssm ssm-sim");
+  rc |= h5_attr_str(f, "version", rssm_version());
+  rc |= h5_attr_str(f, "kind", d->kind == SSM_GDN ? "gdn" : "mamba2");
+  rc |= h5_attr_str(f, "reference", "conventional state=fp32");
+  rc |= h5_attr_num(f, "H", H5T_NATIVE_INT, &d->H);
+  rc |= h5_attr_num(f, "G", H5T_NATIVE_INT, &d->G);
+  rc |= h5_attr_num(f, "dv", H5T_NATIVE_INT, &d->dv);
+  rc |= h5_attr_num(f, "dk", H5T_NATIVE_INT, &d->dk);
+  rc |= h5_attr_num(f, "steps", H5T_NATIVE_LLONG, &steps);
+  rc |= h5_attr_num(f, "seed", H5T_NATIVE_ULLONG, &seed);
+  rc |= h5_attr_num(f, "decay_lo", H5T_NATIVE_DOUBLE, &p->in.decay_lo);
+  rc |= h5_attr_num(f, "decay_hi", H5T_NATIVE_DOUBLE, &p->in.decay_hi);
+  rc |= h5_attr_num(f, "beta_lo", H5T_NATIVE_DOUBLE, &p->in.beta_lo);
+  rc |= h5_attr_num(f, "beta_hi", H5T_NATIVE_DOUBLE, &p->in.beta_hi);
   sim_inputs in;
   if (sim_inputs_build(&in, &p->in, 1) == 0) {
     rc |= dataset(f, "decay", H5T_NATIVE_FLOAT, (hsize_t)d->H, 0, in.decay);
@@ -122,18 +103,8 @@ int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const s
     snprintf(err, errlen, "%s: writing the HDF5 file failed (disk full?)", path);
     return -1;
   }
-  /* the data must be on disk before the name points at it */
-  int fd = open(tmp, O_RDONLY);
-  if (fd < 0 || fsync(fd) != 0) {
-    if (fd >= 0) close(fd);
+  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
     unlink(tmp);
-    snprintf(err, errlen, "%s: cannot sync the finished file to disk", path);
-    return -1;
-  }
-  close(fd);
-  if (rename(tmp, path) != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s: cannot rename the finished file into place", path);
     return -1;
   }
   return 0;

@@ -1,7 +1,6 @@
 /* HDF5 writer of `replayssm theory` (layout in theory_h5.h). */
 #include "src/theory/theory_h5.h"
 
-#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,23 +8,9 @@
 #include <unistd.h>
 
 #include "src/cli/cli_util.h"
-
-static int attr(hid_t obj, const char *name, hid_t type, const void *value) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  return rc < 0 ? -1 : 0;
-}
-
-static int attr_str(hid_t obj, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  int rc = attr(obj, name, type, value);
-  H5Tclose(type);
-  return rc;
-}
+#include "src/io/h5_attr.h"
+#include "src/io/status.h"
+#include "src/tokens/atomic_file.h"
 
 static int dataset(hid_t loc, const char *name, hid_t type, size_t n, const void *data) {
   hsize_t dims[1] = {n};
@@ -138,17 +123,17 @@ int th_h5_write(const char *path, const th_params *p, const th_result *res, char
   unsigned long long seed = (unsigned long long)p->seed;
   long long steps = (long long)res->steps;
   int rc = 0;
-  rc |= attr_str(f, "tool", "replayssm theory");
-  rc |= attr_str(f, "version", rssm_version());
-  rc |= attr(f, "seed", H5T_NATIVE_ULLONG, &seed);
-  rc |= attr(f, "steps", H5T_NATIVE_LLONG, &steps);
-  rc |= attr(f, "nmat", H5T_NATIVE_INT, &p->nmat);
-  rc |= attr(f, "dv", H5T_NATIVE_INT, &p->dv);
-  rc |= attr(f, "dk", H5T_NATIVE_INT, &p->dk);
-  rc |= attr(f, "L", H5T_NATIVE_INT, &p->L);
-  rc |= attr(f, "rho", H5T_NATIVE_DOUBLE, &p->rho);
-  rc |= attr(f, "horizons", H5T_NATIVE_DOUBLE, &p->horizons);
-  rc |= attr(f, "tol", H5T_NATIVE_DOUBLE, &p->tol);
+  rc |= h5_attr_str(f, "tool", "replayssm theory");
+  rc |= h5_attr_str(f, "version", rssm_version());
+  rc |= h5_attr_num(f, "seed", H5T_NATIVE_ULLONG, &seed);
+  rc |= h5_attr_num(f, "steps", H5T_NATIVE_LLONG, &steps);
+  rc |= h5_attr_num(f, "nmat", H5T_NATIVE_INT, &p->nmat);
+  rc |= h5_attr_num(f, "dv", H5T_NATIVE_INT, &p->dv);
+  rc |= h5_attr_num(f, "dk", H5T_NATIVE_INT, &p->dk);
+  rc |= h5_attr_num(f, "L", H5T_NATIVE_INT, &p->L);
+  rc |= h5_attr_num(f, "rho", H5T_NATIVE_DOUBLE, &p->rho);
+  rc |= h5_attr_num(f, "horizons", H5T_NATIVE_DOUBLE, &p->horizons);
+  rc |= h5_attr_num(f, "tol", H5T_NATIVE_DOUBLE, &p->tol);
   rc |= dataset(f, "alpha", H5T_NATIVE_DOUBLE, (size_t)p->nalpha, p->alpha);
   if (rc == 0) rc |= write_rows(f, res);
   if (H5Fclose(f) < 0) rc = -1;
@@ -157,18 +142,8 @@ int th_h5_write(const char *path, const th_params *p, const th_result *res, char
     snprintf(err, errlen, "%s: writing the HDF5 file failed (disk full?)", path);
     return -1;
   }
-  /* the data must be on disk before the name points at it */
-  int fd = open(tmp, O_RDONLY);
-  if (fd < 0 || fsync(fd) != 0) {
-    if (fd >= 0) close(fd);
+  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
     unlink(tmp);
-    snprintf(err, errlen, "%s: cannot sync the finished file to disk", path);
-    return -1;
-  }
-  close(fd);
-  if (rename(tmp, path) != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s: cannot rename the finished file into place", path);
     return -1;
   }
   return 0;
