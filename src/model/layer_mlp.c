@@ -9,6 +9,7 @@
 
 #include "src/model/layers.h"
 #include "src/model/linalg.h"
+#include "src/model/moe_route.h"
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -48,36 +49,6 @@ void mlp_forward(const model *m, const model_block_w *b, int n, const float *u, 
     ffn(b->mlp.w_gate, b->mlp.w_up, b->mlp.w_down, I, H, H, u + t * H, y + t * H, g, up);
 }
 
-/* Indices of the k largest scores (ties: the lower index first, like a stable sort), in
- * descending score order; only entries with allowed[e] != 0 (allowed may be NULL). */
-static void topk(const float *score /* [E] */, const float *allowed /* [E] or NULL */, int64_t E,
-                 int64_t k, int64_t *idx /* [k] */) {
-  for (int64_t j = 0; j < k; j++) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < E; e++) {
-      if (allowed && allowed[e] == 0.0f) continue;
-      int taken = 0;
-      for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
-      if (taken) continue;
-      if (best < 0 || score[e] > score[best]) best = e;
-    }
-    idx[j] = best;
-  }
-}
-
-/* Add w * expert e's output to acc, expert ids ascending: sort the (idx, w) pairs first. */
-static void sort_by_expert(int64_t *idx /* [k] */, float *w /* [k] */, int64_t k) {
-  for (int64_t i = 1; i < k; i++)
-    for (int64_t j = i; j > 0 && idx[j - 1] > idx[j]; j--) {
-      int64_t ti = idx[j];
-      idx[j] = idx[j - 1];
-      idx[j - 1] = ti;
-      float tw = w[j];
-      w[j] = w[j - 1];
-      w[j - 1] = tw;
-    }
-}
-
 #define MOE_MAX_TOPK 1024
 
 void moe_forward(const model *m, const model_block_w *b, int n, const float *u, float *y,
@@ -90,72 +61,21 @@ void moe_forward(const model *m, const model_block_w *b, int n, const float *u, 
   float *g = work;                 /* [Imax] */
   float *up = g + Imax;            /* [Imax] */
   float *r = up + Imax;            /* [E] router logits */
-  float *sc = r + E;               /* [E] selection scores */
-  float *allowed = sc + E;         /* [E] group mask */
-  float *gs = allowed + E;         /* [E] group scores (n_group used) */
-  float *xl = gs + E;              /* [Din] expert input */
+                                   /* r[4][E]: the routing scratch (moe_route.h) */
+  float *xl = r + 4 * E;           /* [Din] expert input */
   float *acc = xl + Din;           /* [Din] routed sum */
   float *eo = acc + Din;           /* [max(H, Din)] one expert's output */
   float *sh = eo + max64(H, Din);  /* [H] shared expert output */
-  int64_t idx[MOE_MAX_TOPK];
+  int32_t idx[MOE_MAX_TOPK];
   float wt[MOE_MAX_TOPK];
 
   for (int t = 0; t < n; t++) {
     const float *ut = u + t * H; /* [H] */
     float *yt = y + t * H;       /* [H] */
     matvec(w->router, ut, r, E, H);
-    if (b->kind == BK_QMOE) {
-      /* softmax over all experts, top-k of the probabilities, renormalise */
-      float mx = r[0];
-      for (int64_t e = 1; e < E; e++) mx = r[e] > mx ? r[e] : mx;
-      float sum = 0.0f;
-      for (int64_t e = 0; e < E; e++) {
-        sc[e] = expf(r[e] - mx);
-        sum = sum + sc[e];
-      }
-      for (int64_t e = 0; e < E; e++) sc[e] = sc[e] / sum;
-      topk(sc, NULL, E, k, idx);
-      float ws = 0.0f;
-      for (int64_t j = 0; j < k; j++) {
-        wt[j] = sc[idx[j]];
-        ws = ws + wt[j];
-      }
-      if (c->norm_topk)
-        for (int64_t j = 0; j < k; j++) wt[j] = wt[j] / ws;
-    } else {
-      /* sigmoid scores; select on score + correction bias within the best groups */
-      for (int64_t e = 0; e < E; e++) {
-        r[e] = sigmoid_f(r[e]);
-        sc[e] = r[e] + w->corr_bias[e];
-        allowed[e] = 1.0f;
-      }
-      const int64_t ng = c->n_group, per = E / ng;
-      if (c->topk_group < ng) {
-        for (int64_t gi = 0; gi < ng; gi++) {
-          int64_t two[2];
-          int64_t kk = per < 2 ? per : 2;
-          topk(sc + gi * per, NULL, per, kk, two);
-          float s2 = 0.0f;
-          for (int64_t j = 0; j < kk; j++) s2 = s2 + sc[gi * per + two[j]];
-          gs[gi] = s2;
-        }
-        int64_t keep[MOE_MAX_TOPK];
-        topk(gs, NULL, ng, c->topk_group, keep);
-        for (int64_t e = 0; e < E; e++) allowed[e] = 0.0f;
-        for (int64_t j = 0; j < c->topk_group; j++)
-          for (int64_t e = keep[j] * per; e < (keep[j] + 1) * per; e++) allowed[e] = 1.0f;
-      }
-      topk(sc, allowed, E, k, idx);
-      float ws = 0.0f;
-      for (int64_t j = 0; j < k; j++) {
-        wt[j] = r[idx[j]];
-        ws = ws + wt[j];
-      }
-      if (c->norm_topk)
-        for (int64_t j = 0; j < k; j++) wt[j] = wt[j] / (ws + 1e-20f);
-      for (int64_t j = 0; j < k; j++) wt[j] = wt[j] * (float)c->routed_scaling;
-    }
-    sort_by_expert(idx, wt, k);
+    /* r, sc, allowed, gs are the routine's [4][E] scratch; it reads the logits r first */
+    rssm_moe_route(r, E, k, b->kind == BK_QMOE, w->corr_bias, c->norm_topk,
+                   (float)c->routed_scaling, c->n_group, c->topk_group, r, idx, wt);
 
     const float *x = ut; /* [Din]: the latent input, or u itself */
     if (w->fc1_latent) {

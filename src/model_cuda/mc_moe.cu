@@ -13,6 +13,7 @@
  * Expert dot products are warp sums (lane l takes i = l + 32m, then the butterfly), not the CPU's
  * 8-lane order: like the GEMMs they differ by reassociation (docs/gpu-runtime.md). The shared
  * expert runs through the dense path (GEMMs, mc_swiglu / mc_relu2) and mc_moe_shared_add. */
+#include "src/model/moe_route.h"
 #include "src/model_cuda/mc_device.cuh"
 #include "src/model_cuda/mc_kernels.h"
 
@@ -22,23 +23,6 @@ namespace {
 
 constexpr int MOE_WARPS = 8;
 
-/* The CPU's topk (layer_mlp.c): the k largest, ties to the lower index, descending order;
- * only entries with allowed[e] != 0 when allowed is given. */
-__device__ void topk_d(const float *score, const float *allowed, int64_t E, int64_t k,
-                       int32_t *idx) {
-  for (int64_t j = 0; j < k; j++) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < E; e++) {
-      if (allowed && allowed[e] == 0.0f) continue;
-      int taken = 0;
-      for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
-      if (taken) continue;
-      if (best < 0 || score[e] > score[best]) best = e;
-    }
-    idx[j] = (int32_t)best;
-  }
-}
-
 __global__ void moe_route_kernel(const float *logits /* [R][ldl] */, int64_t ldl,
                                  const float *corr_bias /* [E] or NULL */, int qwen, int64_t E,
                                  int64_t k, int norm_topk, float routed_scaling, int64_t n_group,
@@ -47,71 +31,8 @@ __global__ void moe_route_kernel(const float *logits /* [R][ldl] */, int64_t ldl
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
   const float *lg = logits + (int64_t)r * ldl; /* [E] */
-  float *rr = scratch + (int64_t)r * 4 * E;    /* [E] probabilities / sigmoid scores */
-  float *sc = rr + E;                          /* [E] selection scores */
-  float *allowed = sc + E;                     /* [E] group mask */
-  float *gs = allowed + E;                     /* [E] group scores */
-  int32_t *ix = idx + (int64_t)r * k;          /* [k] */
-  float *w = wt + (int64_t)r * k;              /* [k] */
-  if (qwen) {
-    float mx = lg[0];
-    for (int64_t e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; e++) {
-      sc[e] = expf(lg[e] - mx);
-      sum = sum + sc[e];
-    }
-    for (int64_t e = 0; e < E; e++) sc[e] = sc[e] / sum;
-    topk_d(sc, nullptr, E, k, ix);
-    float ws = 0.0f;
-    for (int64_t j = 0; j < k; j++) {
-      w[j] = sc[ix[j]];
-      ws = ws + w[j];
-    }
-    if (norm_topk)
-      for (int64_t j = 0; j < k; j++) w[j] = w[j] / ws;
-  } else {
-    for (int64_t e = 0; e < E; e++) {
-      rr[e] = sigmoid(lg[e]);
-      sc[e] = rr[e] + corr_bias[e];
-      allowed[e] = 1.0f;
-    }
-    const int64_t per = E / n_group;
-    if (topk_group < n_group) {
-      for (int64_t gi = 0; gi < n_group; gi++) {
-        int32_t two[2];
-        const int64_t kk = per < 2 ? per : 2;
-        topk_d(sc + gi * per, nullptr, per, kk, two);
-        float s2 = 0.0f;
-        for (int64_t j = 0; j < kk; j++) s2 = s2 + sc[gi * per + two[j]];
-        gs[gi] = s2;
-      }
-      int32_t keep[64];
-      topk_d(gs, nullptr, n_group, topk_group, keep);
-      for (int64_t e = 0; e < E; e++) allowed[e] = 0.0f;
-      for (int64_t j = 0; j < topk_group; j++)
-        for (int64_t e = keep[j] * per; e < (keep[j] + 1) * per; e++) allowed[e] = 1.0f;
-    }
-    topk_d(sc, allowed, E, k, ix);
-    float ws = 0.0f;
-    for (int64_t j = 0; j < k; j++) {
-      w[j] = rr[ix[j]];
-      ws = ws + w[j];
-    }
-    if (norm_topk)
-      for (int64_t j = 0; j < k; j++) w[j] = w[j] / (ws + 1e-20f);
-    for (int64_t j = 0; j < k; j++) w[j] = w[j] * routed_scaling;
-  }
-  /* ascending expert id (the CPU's insertion sort) */
-  for (int64_t i = 1; i < k; i++)
-    for (int64_t j = i; j > 0 && ix[j - 1] > ix[j]; j--) {
-      int32_t ti = ix[j];
-      ix[j] = ix[j - 1];
-      ix[j - 1] = ti;
-      float tw = w[j];
-      w[j] = w[j - 1];
-      w[j - 1] = tw;
-    }
+  rssm_moe_route(lg, E, k, qwen, corr_bias, norm_topk, routed_scaling, n_group, topk_group,
+                 scratch + (int64_t)r * 4 * E, idx + (int64_t)r * k, wt + (int64_t)r * k);
 }
 
 __device__ inline float warp_dot(const float *a, const float *b, int64_t n, int lane) {

@@ -8,6 +8,7 @@
 
 #include "src/driver/metrics.h"
 #include "src/model/linalg.h"
+#include "src/model/moe_route.h"
 
 void mc_ref_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld,
                     const float *w, int w_per_group, int plus_one, float eps) {
@@ -258,92 +259,15 @@ void mc_ref_row_metrics(const float *logits, const int64_t *target, int R, int K
 
 /* ---- MoE: layer_mlp.c's routing and expert loop, per row ------------------------------------ */
 
-/* layer_mlp.c topk: the k largest (ties: the lower index), only where allowed[e] != 0 */
-static void topk_ref(const float *score, const float *allowed, int64_t E, int64_t k,
-                     int32_t *idx /* [k] */) {
-  for (int64_t j = 0; j < k; j++) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < E; e++) {
-      if (allowed && allowed[e] == 0.0f) continue;
-      int taken = 0;
-      for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
-      if (taken) continue;
-      if (best < 0 || score[e] > score[best]) best = e;
-    }
-    idx[j] = (int32_t)best;
-  }
-}
-
 void mc_ref_moe_route(const float *logits, int64_t ldl, const float *corr_bias, int qwen,
                       int64_t E, int64_t k, int norm_topk, float routed_scaling, int64_t n_group,
                       int64_t topk_group, int32_t *idx, float *wt, int R) {
-  float *rr = malloc((size_t)(4 * E) * sizeof(float)); /* [4][E] as the kernel's scratch */
-  if (!rr) return;
-  float *sc = rr + E, *allowed = sc + E, *gs = allowed + E;
-  for (int r = 0; r < R; r++) {
-    const float *lg = logits + r * ldl;
-    int32_t *ix = idx + r * k;
-    float *w = wt + r * k;
-    if (qwen) {
-      float mx = lg[0];
-      for (int64_t e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
-      float sum = 0.0f;
-      for (int64_t e = 0; e < E; e++) {
-        sc[e] = expf(lg[e] - mx);
-        sum = sum + sc[e];
-      }
-      for (int64_t e = 0; e < E; e++) sc[e] = sc[e] / sum;
-      topk_ref(sc, NULL, E, k, ix);
-      float ws = 0.0f;
-      for (int64_t j = 0; j < k; j++) {
-        w[j] = sc[ix[j]];
-        ws = ws + w[j];
-      }
-      if (norm_topk)
-        for (int64_t j = 0; j < k; j++) w[j] = w[j] / ws;
-    } else {
-      for (int64_t e = 0; e < E; e++) {
-        rr[e] = sigmoid_f(lg[e]);
-        sc[e] = rr[e] + corr_bias[e];
-        allowed[e] = 1.0f;
-      }
-      const int64_t per = E / n_group;
-      if (topk_group < n_group) {
-        for (int64_t gi = 0; gi < n_group; gi++) {
-          int32_t two[2];
-          const int64_t kk = per < 2 ? per : 2;
-          topk_ref(sc + gi * per, NULL, per, kk, two);
-          float s2 = 0.0f;
-          for (int64_t j = 0; j < kk; j++) s2 = s2 + sc[gi * per + two[j]];
-          gs[gi] = s2;
-        }
-        int32_t keep[64];
-        topk_ref(gs, NULL, n_group, topk_group, keep);
-        for (int64_t e = 0; e < E; e++) allowed[e] = 0.0f;
-        for (int64_t j = 0; j < topk_group; j++)
-          for (int64_t e = keep[j] * per; e < (keep[j] + 1) * per; e++) allowed[e] = 1.0f;
-      }
-      topk_ref(sc, allowed, E, k, ix);
-      float ws = 0.0f;
-      for (int64_t j = 0; j < k; j++) {
-        w[j] = rr[ix[j]];
-        ws = ws + w[j];
-      }
-      if (norm_topk)
-        for (int64_t j = 0; j < k; j++) w[j] = w[j] / (ws + 1e-20f);
-      for (int64_t j = 0; j < k; j++) w[j] = w[j] * routed_scaling;
-    }
-    for (int64_t i = 1; i < k; i++)
-      for (int64_t j = i; j > 0 && ix[j - 1] > ix[j]; j--) {
-        int32_t ti = ix[j];
-        ix[j] = ix[j - 1];
-        ix[j - 1] = ti;
-        float tw = w[j];
-        w[j] = w[j - 1];
-        w[j - 1] = tw;
-      }
-  }
-  free(rr);
+  float *scratch = malloc((size_t)(4 * E) * sizeof(float)); /* [4][E] */
+  if (!scratch) return;
+  for (int r = 0; r < R; r++)
+    rssm_moe_route(logits + r * ldl, E, k, qwen, corr_bias, norm_topk, routed_scaling, n_group,
+                   topk_group, scratch, idx + r * k, wt + r * k);
+  free(scratch);
 }
 
 void mc_ref_moe_experts(const float *x, int64_t ldx, const int32_t *idx, const float *wt,
