@@ -588,7 +588,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     const mc_block *w = &g->blocks[i];
     const char *what = block_kind_name((block_kind)w->kind);
     int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, w->norm, 0, c->norm_plus_one, eps, s);
-    rc = rc || gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows);
+    /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
+    if (w->w_in) rc = rc || gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows);
     switch (w->kind) {
       case BK_GDN: {
         const int Hk = (int)c->gdn_hk, Hv = (int)c->gdn_hv, dk = (int)c->gdn_dk,

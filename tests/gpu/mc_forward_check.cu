@@ -140,8 +140,14 @@ static void run_fixture(const char *dir, int N) {
       const mc_row_metrics &a = met[(size_t)r], &e = mr[(size_t)r];
       if (a.finite != e.finite || (e.finite && (a.argmax != e.argmax || a.top1 != e.top1 ||
                                                 !(fabs((double)a.kl - e.kl) <= 1e-5 * e.kl + 1e-10) ||
-                                                !(fabs((double)a.nll - e.nll) <= 1e-6 * (fabs((double)e.nll) + 1)))))
+                                                !(fabs((double)a.nll - e.nll) <= 1e-6 * (fabs((double)e.nll) + 1))))) {
+        if (bad_met < 4) /* say which field missed, so a miss can be told from a tolerance issue */
+          printf("    metrics miss step %d row %d: finite %d/%d argmax %d/%d top1 %d/%d kl %.9g/%.9g "
+                 "nll %.9g/%.9g\n", t, r, a.finite, e.finite, (int)a.argmax, (int)e.argmax,
+                 (int)a.top1, (int)e.top1, (double)a.kl, (double)e.kl, (double)a.nll,
+                 (double)e.nll);
         bad_met++;
+      }
     }
     /* 1, 2: against the CPU runtime */
     for (int k = 0; k < K; k++) {
