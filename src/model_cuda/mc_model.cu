@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_ref.h"
@@ -327,6 +328,13 @@ struct mc_batch {
   int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */
   int graph_metrics;         /* whether the captured step computes the metrics */
   cudaGraphExec_t gexec;     /* the captured step, or NULL */
+  /* RSSM_CUDA_PROFILE=1 (launched steps only): events around every block and its SSM engine
+   * calls, summed per block and printed on stderr by mc_batch_free; for finding where a step's
+   * time goes (docs/gpu-runtime.md), never on in a run of record */
+  int prof;
+  cudaEvent_t *prof_ev;      /* [3 nblocks + 2]: block start, SSM start, SSM end; head end, step end */
+  double *prof_ms;           /* [2 nblocks + 2]: block, SSM part; head; host wall per step */
+  int64_t prof_steps;
 };
 
 namespace {
@@ -356,9 +364,36 @@ int gemm(mc_batch *b, const float *W, int64_t rows, int64_t cols, const float *X
 
 }  // namespace
 
+namespace {
+void prof_report(mc_batch *b) {
+  const int nb = b->g->nblocks;
+  const double n = (double)(b->prof_steps > 0 ? b->prof_steps : 1);
+  double tot = 0.0, ssm = 0.0;
+  fprintf(stderr, "profile: %lld launched steps, R = %d rows; GPU microseconds per step:\n",
+          (long long)b->prof_steps, b->R);
+  for (int i = 0; i < nb; i++) {
+    fprintf(stderr, "  block %2d %-8s %9.1f  (SSM engine %9.1f)\n", i,
+            block_kind_name((block_kind)b->g->blocks[i].kind), 1e3 * b->prof_ms[2 * i] / n,
+            1e3 * b->prof_ms[2 * i + 1] / n);
+    tot += b->prof_ms[2 * i];
+    ssm += b->prof_ms[2 * i + 1];
+  }
+  tot += b->prof_ms[2 * nb];
+  fprintf(stderr, "  head (norm, lm_head, metrics) %9.1f\n  GPU total %9.1f (SSM engine %9.1f); "
+          "host wall per step %9.1f\n", 1e3 * b->prof_ms[2 * nb] / n, 1e3 * tot / n,
+          1e3 * ssm / n, 1e3 * b->prof_ms[2 * nb + 1] / n);
+}
+}  // namespace
+
 extern "C" void mc_batch_free(mc_batch *b) {
   if (!b) return;
   const int nb = b->g ? b->g->nblocks : 0;
+  if (b->prof_ev) {
+    if (b->prof_steps > 0) prof_report(b);
+    for (int i = 0; i < 3 * nb + 2; i++) cudaEventDestroy(b->prof_ev[i]);
+    free(b->prof_ev);
+    free(b->prof_ms);
+  }
   for (int i = 0; i < nb; i++) {
     if (b->conv_win) cudaFree(b->conv_win[i]);
     if (b->kc) cudaFree(b->kc[i]);
@@ -467,6 +502,14 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   b->h_tok = (int64_t *)calloc((size_t)R, sizeof(int64_t));
   b->h_pos = (int *)calloc((size_t)R, sizeof(int));
   ok = ok && b->cfgs && b->conv_win && b->kc && b->vc && b->eng && b->h_tok && b->h_pos;
+  const char *prof = getenv("RSSM_CUDA_PROFILE");
+  if (ok && prof && strcmp(prof, "1") == 0) {
+    b->prof_ev = (cudaEvent_t *)calloc((size_t)(3 * nb + 2), sizeof(cudaEvent_t));
+    b->prof_ms = (double *)calloc((size_t)(2 * nb + 2), sizeof(double));
+    ok = b->prof_ev && b->prof_ms;
+    for (int i = 0; ok && i < 3 * nb + 2; i++) ok = cudaEventCreate(&b->prof_ev[i]) == cudaSuccess;
+    b->prof = ok;
+  }
   if (!ok) {
     mc_batch_free(b);
     return fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
@@ -584,9 +627,11 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const float eps = (float)c->eps;
   void *s = (void *)b->stream;
   if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0) return fail(err, errlen, "embedding launch");
+  cudaEvent_t *ev = b->prof && !b->graph_on ? b->prof_ev : nullptr; /* [3 nblocks + 2] */
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
     const char *what = block_kind_name((block_kind)w->kind);
+    if (ev) cudaEventRecord(ev[3 * i], b->stream);
     int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, w->norm, 0, c->norm_plus_one, eps, s);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     if (w->w_in) rc = rc || gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows);
@@ -601,12 +646,14 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || mc_gdn_prep(b->cv, b->proj, w->in_rows, conv_dim + vd, conv_dim + vd + Hv,
                                w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
                                b->e_beta, R, Hk, Hv, dk, dv, s);
+        if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hv, b->e_beta + r0 * Hv, b->e_v + r0 * vd,
                                 b->e_k + r0 * kd, b->e_q + r0 * kd};
           rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * vd, s) != 0;
         }
+        if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         rc = rc || mc_rmsnorm(b->e_o, b->act, R, Hv, dv, vd, w->vnorm, 0, 0, eps, s);
         rc = rc || mc_mul_silu(b->act, b->proj + conv_dim, w->in_rows, R, vd, s);
         break;
@@ -621,12 +668,14 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
                                   w->dt_bias, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N,
                                   s);
+        if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hm, nullptr, b->e_v + r0 * di,
                                 b->e_k + r0 * gn, b->e_q + r0 * gn};
           rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * di, s) != 0;
         }
+        if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         rc = rc || mc_mamba2_gate(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act, R,
                                   Hm, P, s);
         rc = rc || mc_rmsnorm(b->act, b->act, R, G, (int)(di / G), di, w->vnorm, 1, 0, eps, s);
@@ -686,15 +735,37 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     if (rc) return fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
                         w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
+  if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
   int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, g->final_norm, 0, c->norm_plus_one, eps, s);
   rc = rc || gemm(b, g->lm_head, V, H, b->u, b->logits, V);
   if (want_metrics) {
     rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
     rc = rc || mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s);
   }
+  if (ev) cudaEventRecord(ev[3 * g->nblocks + 1], b->stream);
   if (rc) return fail(err, errlen, "final norm, lm_head or metrics: launch failed (%s)",
                       cudaGetErrorString(cudaGetLastError()));
   return 0;
+}
+
+/* After the step's synchronisation: add the event intervals to the per-block sums. A block
+ * without SSM calls has its SSM events unrecorded: their interval is skipped. */
+void prof_accumulate(mc_batch *b, double host_ms) {
+  const int nb = b->g->nblocks;
+  cudaEvent_t *ev = b->prof_ev;
+  for (int i = 0; i < nb; i++) {
+    float ms = 0.0f;
+    const cudaEvent_t next = i + 1 < nb ? ev[3 * (i + 1)] : ev[3 * nb];
+    if (cudaEventElapsedTime(&ms, ev[3 * i], next) == cudaSuccess) b->prof_ms[2 * i] += ms;
+    const int kind = b->g->blocks[i].kind;
+    if ((kind == BK_GDN || kind == BK_MAMBA2) &&
+        cudaEventElapsedTime(&ms, ev[3 * i + 1], ev[3 * i + 2]) == cudaSuccess)
+      b->prof_ms[2 * i + 1] += ms;
+  }
+  float ms = 0.0f;
+  if (cudaEventElapsedTime(&ms, ev[3 * nb], ev[3 * nb + 1]) == cudaSuccess) b->prof_ms[2 * nb] += ms;
+  b->prof_ms[2 * nb + 1] += host_ms;
+  b->prof_steps++;
 }
 
 }  // namespace
@@ -729,6 +800,8 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
   if (!ok) return fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
   const int want = targets && metrics;
+  struct timespec t_start;
+  clock_gettime(CLOCK_MONOTONIC, &t_start);
   if (!b->graph_on) {
     if (step_launches(b, want, err, errlen) != 0) return RSSM_ERR_IO;
   } else {
@@ -771,6 +844,12 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
     return fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
                 cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
            RSSM_ERR_IO;
+  if (b->prof && !b->graph_on) {
+    struct timespec t_end;
+    clock_gettime(CLOCK_MONOTONIC, &t_end);
+    prof_accumulate(b, 1e3 * (double)(t_end.tv_sec - t_start.tv_sec) +
+                           1e-6 * (double)(t_end.tv_nsec - t_start.tv_nsec));
+  }
   b->pos++;
   return RSSM_OK;
 }
@@ -804,9 +883,11 @@ template <typename F> void row_pieces(const mc_batch *b, int r, F f) {
 
 }  // namespace
 
-extern "C" int64_t mc_batch_row_bytes(const mc_batch *b) {
+extern "C" int64_t mc_batch_row_bytes(const mc_batch *b, int r) {
+  /* per row: configurations differ in ring length and checkpoint formats */
+  if (r < 0 || r >= b->R) return -1;
   int64_t total = 16;
-  row_pieces(b, 0, [&](unsigned char *, int64_t n, ssm_cuda_state *st, int) {
+  row_pieces(b, r, [&](unsigned char *, int64_t n, ssm_cuda_state *st, int) {
     total += st ? mc_ssm_row_bytes(st) : n;
   });
   return total;
@@ -847,10 +928,10 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
                 (long long)b->max_ctx), RSSM_ERR_INPUT;
   const int64_t saved = b->pos;
   b->pos = pos; /* the K/V sizes below depend on it */
-  if (len != mc_batch_row_bytes(b)) {
+  if (len != mc_batch_row_bytes(b, r)) {
     b->pos = saved;
     return fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
-                (long long)len, (long long)mc_batch_row_bytes(b), (long long)pos), RSSM_ERR_INPUT;
+                (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos), RSSM_ERR_INPUT;
   }
   if (b->loaded_rows > 0 && pos != saved) {
     b->pos = saved;

@@ -67,9 +67,10 @@ int mc_batch_step(mc_batch *b, const int64_t *tokens /* [K] */, const int64_t *t
 /* Resume (docs/gpu-runtime.md): row r's state between two steps, as host bytes: a tag, the
  * position, then per block in order the SSM conv window [K-1][conv_dim] and engine row
  * (mc_ssm_rows.h), or the attention K and V rows 0..pos-1. Synchronous. Loading sets the
- * batch's position; every loaded row must carry the same one (rows advance in lockstep).
+ * batch's position; every loaded row must carry the same one (rows advance in lockstep). Sizes
+ * differ between configurations (ring length, checkpoint formats): ask per row.
  * Return RSSM_OK, RSSM_ERR_INPUT (wrong size, tag or position) or RSSM_ERR_IO (CUDA). */
-int64_t mc_batch_row_bytes(const mc_batch *b);
+int64_t mc_batch_row_bytes(const mc_batch *b, int r); /* row r's size (-1: no such row) */
 int mc_batch_row_save(const mc_batch *b, int r, void *buf /* [row_bytes] */, char *err,
                       size_t errlen);
 int mc_batch_row_load(mc_batch *b, int r, const void *buf /* [len] */, int64_t len, char *err,

@@ -68,7 +68,7 @@ static int rv_commit(rssm_decoder *d, int a, char *err, size_t errlen) {
 }
 static int64_t rv_state_bytes(const rssm_decoder *d) {
   const row_view *v = d->impl;
-  return mc_batch_row_bytes(v->eng->b);
+  return mc_batch_row_bytes(v->eng->b, v->row);
 }
 static int rv_save(const rssm_decoder *d, void *buf, char *err, size_t errlen) {
   const row_view *v = d->impl;
