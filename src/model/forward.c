@@ -111,11 +111,10 @@ oom:
   return RSSM_ERR_IO;
 }
 
-int model_forward(model_state *s, const int64_t *tokens, int n, float *logits, char *err,
-                  size_t errlen) {
-  const model *m = s->m;
-  const model_config *c = &m->cfg;
-  const int64_t H = c->H, V = c->V;
+/* The checks of model_forward for one state, before anything changes. */
+static int check_forward(const model_state *s, const int64_t *tokens, int n, char *err,
+                         size_t errlen) {
+  const int64_t V = s->m->cfg.V;
   if (n < 1 || n > s->tmax || (s->cfg.strategy == SSM_SPEC && n != s->cfg.T)) {
     seterr(err, errlen, "forward of %d tokens (expected %s%d)", n,
            s->cfg.strategy == SSM_SPEC ? "exactly T = " : "1 to ", s->tmax);
@@ -126,43 +125,108 @@ int model_forward(model_state *s, const int64_t *tokens, int n, float *logits, c
            s->pos, n, s->max_ctx);
     return RSSM_ERR_INPUT;
   }
-  for (int t = 0; t < n; t++) {
+  for (int t = 0; t < n; t++)
     if (tokens[t] < 0 || tokens[t] >= V) {
       seterr(err, errlen, "token id %" PRId64 " out of range (expected 0 <= id < vocab %" PRId64
              ")", tokens[t], V);
       return RSSM_ERR_INPUT;
     }
-    memcpy(s->h + t * H, m->embed + tokens[t] * H, (size_t)H * sizeof(float));
-  }
-  for (int i = 0; i < m->nblocks; i++) {
-    const model_block_w *b = &m->blocks[i];
-    block_state *bs = &s->bs[i];
-    for (int t = 0; t < n; t++)
-      rmsnorm(s->h + t * H, b->norm, c->norm_plus_one, c->eps, s->u + t * H, H);
-    int rc = 0;
-    switch (b->kind) {
-      case BK_GDN: rc = gdn_forward(s, b, bs, n, s->u, s->y, s->work); break;
-      case BK_MAMBA2: rc = mamba2_forward(s, b, bs, n, s->u, s->y, s->work); break;
-      case BK_QATTN:
-      case BK_NATTN: attn_forward(s, b, bs, n, s->u, s->y, s->work); break;
-      case BK_SWIGLU:
-      case BK_RELU2: mlp_forward(m, b, n, s->u, s->y, s->work); break;
-      case BK_QMOE:
-      case BK_NMOE: moe_forward(m, b, n, s->u, s->y, s->work); break;
-      default: rc = -1; break;
+  return RSSM_OK;
+}
+
+/* Pointer lists of this many entries live on the stack; larger batches allocate theirs. */
+#define FWD_STACK_PTRS 256
+
+int model_forward_many(model_state *const *ss, int ns, const int64_t *tokens, int n,
+                       float *const *logits, int *failed, char *err, size_t errlen) {
+  int dummy;
+  if (!failed) failed = &dummy;
+  *failed = -1;
+  if (ns < 1) return RSSM_OK;
+  const model *m = ss[0]->m;
+  const model_config *c = &m->cfg;
+  const int64_t H = c->H, V = c->V;
+  for (int j = 0; j < ns; j++) {
+    if (ss[j]->m != m) {
+      *failed = j;
+      seterr(err, errlen, "forward of states of different models together");
+      return RSSM_ERR_INPUT;
     }
-    if (rc != 0) {
-      seterr(err, errlen, "layer %d (%s): the SSM engine refused the step", b->layer,
-             block_kind_name((block_kind)b->kind));
+    int rc = check_forward(ss[j], tokens + (int64_t)j * n, n, err, errlen);
+    if (rc != RSSM_OK) {
+      *failed = j;
+      return rc;
+    }
+  }
+  const int64_t nv = (int64_t)ns * n;
+  const float *xs_stack[FWD_STACK_PTRS];
+  float *ys_stack[FWD_STACK_PTRS];
+  const float **xp = xs_stack;
+  float **yp = ys_stack;
+  if (nv > FWD_STACK_PTRS) {
+    xp = malloc((size_t)nv * sizeof *xp);
+    yp = malloc((size_t)nv * sizeof *yp);
+    if (!xp || !yp) {
+      free(xp);
+      free(yp);
+      seterr(err, errlen, "out of memory for a forward of %d states", ns);
       return RSSM_ERR_IO;
     }
-    for (int64_t j = 0; j < n * H; j++) s->h[j] = s->h[j] + s->y[j];
   }
-  for (int t = 0; t < n; t++) {
-    rmsnorm(s->h + t * H, m->final_norm, c->norm_plus_one, c->eps, s->u + t * H, H);
-    matvec(m->lm_head, s->u + t * H, logits + t * V, V, H);
+  layer_batch lb = {ss, ns, n, xp, yp};
+  int rc = RSSM_OK;
+
+  for (int j = 0; j < ns; j++)
+    for (int t = 0; t < n; t++)
+      memcpy(ss[j]->h + t * H, m->embed + tokens[(int64_t)j * n + t] * H,
+             (size_t)H * sizeof(float));
+  for (int i = 0; i < m->nblocks && rc == RSSM_OK; i++) {
+    const model_block_w *b = &m->blocks[i];
+    for (int j = 0; j < ns; j++)
+      for (int t = 0; t < n; t++)
+        rmsnorm(ss[j]->h + t * H, b->norm, c->norm_plus_one, c->eps, ss[j]->u + t * H, H);
+    int bad = 0;
+    switch (b->kind) {
+      case BK_GDN: bad = gdn_forward(&lb, i, failed); break;
+      case BK_MAMBA2: bad = mamba2_forward(&lb, i, failed); break;
+      case BK_QATTN:
+      case BK_NATTN: attn_forward(&lb, i); break;
+      case BK_SWIGLU:
+      case BK_RELU2: mlp_forward(&lb, i); break;
+      case BK_QMOE:
+      case BK_NMOE:
+        for (int j = 0; j < ns; j++) moe_forward(m, b, n, ss[j]->u, ss[j]->y, ss[j]->work);
+        break;
+      default: bad = -1; *failed = 0; break;
+    }
+    if (bad != 0) {
+      seterr(err, errlen, "layer %d (%s): the SSM engine refused the step", b->layer,
+             block_kind_name((block_kind)b->kind));
+      rc = RSSM_ERR_IO;
+      break;
+    }
+    for (int j = 0; j < ns; j++)
+      for (int64_t q = 0; q < n * H; q++) ss[j]->h[q] = ss[j]->h[q] + ss[j]->y[q];
   }
-  return RSSM_OK;
+  if (rc == RSSM_OK) {
+    for (int j = 0; j < ns; j++)
+      for (int t = 0; t < n; t++) {
+        rmsnorm(ss[j]->h + t * H, m->final_norm, c->norm_plus_one, c->eps, ss[j]->u + t * H, H);
+        xp[j * n + t] = ss[j]->u + t * H;
+        yp[j * n + t] = logits[j] + t * V;
+      }
+    matvec_many(m->lm_head, V, H, xp, yp, (int)nv);
+  }
+  if (xp != xs_stack) {
+    free(xp);
+    free(yp);
+  }
+  return rc;
+}
+
+int model_forward(model_state *s, const int64_t *tokens, int n, float *logits, char *err,
+                  size_t errlen) {
+  return model_forward_many(&s, 1, tokens, n, &logits, NULL, err, errlen);
 }
 
 int model_commit(model_state *s, int a) {

@@ -11,8 +11,8 @@
 int64_t attn_work_floats(const model *m, int n, int64_t max_ctx) {
   const model_config *c = &m->cfg;
   const int64_t qd = c->n_heads * c->head_dim;
-  /* q with gates, scores, o */
-  return (int64_t)n * 2 * qd + max_ctx + qd + c->head_dim;
+  /* q with gates, scores, o, one head's norm */
+  return (int64_t)n * 3 * qd + max_ctx + c->head_dim;
 }
 
 /* RoPE on dims [0, rd) of one head (half-split / NeoX style), as HF computes it: inv_freq in
@@ -30,28 +30,25 @@ static void rope(float *x /* [D] */, int64_t rd, double theta, int64_t pos) {
   }
 }
 
-void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n, const float *u,
-                  float *y, float *work) {
+/* After the projections, for one state: norms and RoPE of q and k, attention over its KV cache,
+ * the output gate (into o [n][qd]). */
+static void attn_state(model_state *s, const model_block_w *b, block_state *bs, int n) {
   const model_config *c = &s->m->cfg;
   const attn_weights *a = &b->attn;
-  const int64_t H = c->H, nH = c->n_heads, nKV = c->n_kv_heads, D = c->head_dim;
+  const int64_t nH = c->n_heads, nKV = c->n_kv_heads, D = c->head_dim;
   const int64_t qd = nH * D, kvd = nKV * D, rep = nH / nKV;
   const int gated = b->kind == BK_QATTN;
-  float *qg = work;                 /* [n][2*qd]: queries, then gates (Qwen) */
+  float *qg = s->work;              /* [n][2*qd]: queries, then gates (Qwen) */
   float *sc = qg + n * 2 * qd;      /* [max_ctx] scores of one head */
-  float *o = sc + s->max_ctx;       /* [qd] attention output of one token */
-  float *tmp = o + qd;              /* [D] */
+  float *o = sc + s->max_ctx;       /* [n][qd] attention output */
+  float *tmp = o + n * qd;          /* [D] */
   const float scale = (float)(1.0 / sqrt((double)D));
 
-  for (int t = 0; t < n; t++) {
-    const int64_t pos = s->pos + t;
-    const float *ut = u + t * H;                                       /* [H] */
-    float *q = qg + t * 2 * qd;                                        /* [2][nH][D] */
-    float *kc = bs->kcache + pos * kvd, *vc = bs->vcache + pos * kvd; /* [nKV][D] each */
-    matvec(a->w_q, ut, q, gated ? 2 * qd : qd, H);
-    matvec(a->w_k, ut, kc, kvd, H);
-    matvec(a->w_v, ut, vc, kvd, H);
-    if (gated) {
+  if (gated)
+    for (int t = 0; t < n; t++) {
+      const int64_t pos = s->pos + t;
+      float *q = qg + t * 2 * qd;            /* [2][nH][D] */
+      float *kc = bs->kcache + pos * kvd;   /* [nKV][D] */
       for (int64_t h = 0; h < nH; h++) {
         rmsnorm(q + h * D, a->q_norm, 1, c->eps, tmp, D);
         memcpy(q + h * D, tmp, (size_t)D * sizeof(float));
@@ -63,12 +60,12 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
         rope(kc + h * D, c->rotary_dim, c->rope_theta, pos);
       }
     }
-  }
   /* All K/V of the round are written before any token reads them: token t reads only
    * positions <= pos + t, so the order does not matter. */
   for (int t = 0; t < n; t++) {
     const int64_t pos = s->pos + t;
     const float *q = qg + t * 2 * qd; /* [2][nH][D]: queries, gates */
+    float *ot = o + t * qd;           /* [nH][D] */
     for (int64_t h = 0; h < nH; h++) {
       const int64_t kh = h / rep;
       const float *qh = q + h * D; /* [D] */
@@ -83,7 +80,7 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
         sc[j] = expf(sc[j] - mx);
         sum = sum + sc[j];
       }
-      float *oh = o + h * D; /* [D] */
+      float *oh = ot + h * D; /* [D] */
       for (int64_t i = 0; i < D; i++) oh[i] = 0.0f;
       for (int64_t j = 0; j <= pos; j++) {
         const float p = sc[j] / sum;
@@ -92,7 +89,44 @@ void attn_forward(model_state *s, const model_block_w *b, block_state *bs, int n
       }
     }
     if (gated)
-      for (int64_t i = 0; i < qd; i++) o[i] = o[i] * sigmoid_f(q[qd + i]);
-    matvec(a->w_o, o, y + t * H, H, qd);
+      for (int64_t i = 0; i < qd; i++) ot[i] = ot[i] * sigmoid_f(q[qd + i]);
   }
+}
+
+void attn_forward(layer_batch *lb, int bi) {
+  const model *m = lb->s[0]->m;
+  const model_config *c = &m->cfg;
+  const model_block_w *b = &m->blocks[bi];
+  const attn_weights *a = &b->attn;
+  const int64_t H = c->H, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+  const int gated = b->kind == BK_QATTN;
+  const int n = lb->n, nv = lb->ns * lb->n;
+  const float **xp = lb->xp;
+  float **yp = lb->yp;
+
+  /* projections of every (state, token): queries (and gates) to work, K/V into the caches */
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      xp[j * n + t] = lb->s[j]->u + t * H;
+      yp[j * n + t] = lb->s[j]->work + t * 2 * qd;
+    }
+  matvec_many(a->w_q, gated ? 2 * qd : qd, H, xp, yp, nv);
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++)
+      yp[j * n + t] = lb->s[j]->bs[bi].kcache + (lb->s[j]->pos + t) * kvd;
+  matvec_many(a->w_k, kvd, H, xp, yp, nv);
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++)
+      yp[j * n + t] = lb->s[j]->bs[bi].vcache + (lb->s[j]->pos + t) * kvd;
+  matvec_many(a->w_v, kvd, H, xp, yp, nv);
+
+  for (int j = 0; j < lb->ns; j++) attn_state(lb->s[j], b, &lb->s[j]->bs[bi], n);
+
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      model_state *s = lb->s[j];
+      xp[j * n + t] = s->work + n * 2 * qd + s->max_ctx + t * qd; /* o of token t */
+      yp[j * n + t] = s->y + t * H;
+    }
+  matvec_many(a->w_o, H, qd, xp, yp, nv);
 }

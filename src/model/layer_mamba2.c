@@ -30,29 +30,27 @@ static m2_dims dims_of(const model_config *c) {
 int64_t mamba2_work_floats(const model *m, int n) {
   m2_dims d = dims_of(&m->cfg);
   /* in_proj out, conv out, alpha, v, B, C, y */
-  return (int64_t)n * (d.in_rows + d.conv_dim + d.Hm + 2 * d.d_inner + 2 * d.G * d.N) +
-         d.d_inner;
+  return (int64_t)n * (d.in_rows + d.conv_dim + d.Hm + 3 * d.d_inner + 2 * d.G * d.N);
 }
 
-int mamba2_forward(model_state *s, const model_block_w *b, block_state *bs, int n,
-                   const float *u, float *y, float *work) {
-  const m2_dims d = dims_of(&s->m->cfg);
+/* After in_proj, for one state (work as in mamba2_forward): conv, dt, the engine, D skip, gate
+ * and group norm (into tg [n][d_inner]). */
+static int mamba2_state(model_state *s, const model_block_w *b, block_state *bs, int n,
+                        const m2_dims *dp) {
+  const m2_dims d = *dp;
   const mamba2_weights *w = &b->mamba;
-  float *zx = work;                       /* [n][in_rows]: z | xBC | dt */
+  float *zx = s->work;                    /* [n][in_rows]: z | xBC | dt */
   float *cv = zx + n * d.in_rows;         /* [n][conv_dim] conv + SiLU: x | B | C */
   float *alpha = cv + n * d.conv_dim;     /* [n][Hm] */
   float *v = alpha + n * d.Hm;            /* [n][Hm][P] dt * x */
   float *Bm = v + n * d.d_inner;          /* [n][G][N] */
   float *Cm = Bm + n * d.G * d.N;         /* [n][G][N] */
   float *o = Cm + n * d.G * d.N;          /* [n][Hm][P] */
-  float *tg = o + n * d.d_inner;          /* [d_inner] gated, normed output of one token */
+  float *tg = o + n * d.d_inner;          /* [n][d_inner] gated, normed output */
 
-  for (int t = 0; t < n; t++) {
-    float *row = zx + t * d.in_rows; /* [in_rows]: z | xBC | dt */
-    matvec(w->w_in, u + t * d.H, row, d.in_rows, d.H);
-    memcpy(bs->conv_win + (d.K - 1 + t) * d.conv_dim, row + d.d_inner,
+  for (int t = 0; t < n; t++)
+    memcpy(bs->conv_win + (d.K - 1 + t) * d.conv_dim, zx + t * d.in_rows + d.d_inner,
            (size_t)d.conv_dim * sizeof(float));
-  }
   conv_silu(bs->conv_win, w->conv_w, w->conv_b, d.conv_dim, d.K, n, cv);
 
   for (int t = 0; t < n; t++) {
@@ -78,13 +76,45 @@ int mamba2_forward(model_state *s, const model_block_w *b, block_state *bs, int 
     const float *x = cv + t * d.conv_dim; /* [Hm][P] (first d_inner of x | B | C) */
     const float *z = zx + t * d.in_rows;  /* [d_inner] */
     float *ot = o + t * d.d_inner;        /* [Hm][P] */
+    float *tt = tg + t * d.d_inner;       /* [d_inner] */
     for (int64_t h = 0; h < d.Hm; h++)
       for (int64_t p = 0; p < d.P; p++)
         ot[h * d.P + p] = ot[h * d.P + p] + w->D[h] * x[h * d.P + p];
-    for (int64_t i = 0; i < d.d_inner; i++) tg[i] = ot[i] * silu_f(z[i]);
+    for (int64_t i = 0; i < d.d_inner; i++) tt[i] = ot[i] * silu_f(z[i]);
     for (int64_t gi = 0; gi < d.G; gi++)
-      rmsnorm(tg + gi * gs, w->norm + gi * gs, 0, s->m->cfg.eps, tg + gi * gs, gs);
-    matvec(w->w_out, tg, y + t * d.H, d.H, d.d_inner);
+      rmsnorm(tt + gi * gs, w->norm + gi * gs, 0, s->m->cfg.eps, tt + gi * gs, gs);
   }
+  return 0;
+}
+
+int mamba2_forward(layer_batch *lb, int bi, int *failed) {
+  const model *m = lb->s[0]->m;
+  const model_block_w *b = &m->blocks[bi];
+  const m2_dims d = dims_of(&m->cfg);
+  const int n = lb->n, nv = lb->ns * lb->n;
+  const float **xp = lb->xp;
+  float **yp = lb->yp;
+  /* offset of tg in a state's work (mamba2_state's layout) */
+  const int64_t tg_off = n * (d.in_rows + d.conv_dim + d.Hm + 2 * d.d_inner + 2 * d.G * d.N);
+
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      xp[j * n + t] = lb->s[j]->u + t * d.H;
+      yp[j * n + t] = lb->s[j]->work + t * d.in_rows;
+    }
+  matvec_many(b->mamba.w_in, d.in_rows, d.H, xp, yp, nv);
+
+  for (int j = 0; j < lb->ns; j++)
+    if (mamba2_state(lb->s[j], b, &lb->s[j]->bs[bi], n, &d) != 0) {
+      *failed = j;
+      return -1;
+    }
+
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      xp[j * n + t] = lb->s[j]->work + tg_off + t * d.d_inner;
+      yp[j * n + t] = lb->s[j]->y + t * d.H;
+    }
+  matvec_many(b->mamba.w_out, d.H, d.d_inner, xp, yp, nv);
   return 0;
 }

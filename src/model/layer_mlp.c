@@ -15,12 +15,12 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 int64_t mlp_work_floats(const model *m, int n) {
   const model_config *c = &m->cfg;
-  (void)n;
   int64_t I = max64(max64(c->inter, c->moe_inter), c->shared_inter);
   int64_t Din = c->latent > 0 ? c->latent : c->H;
-  /* gate, up (I each), router scores (3E), latent in/out (Din each), expert out (max(H,Din)),
-   * selection marks (E) */
-  return 2 * I + 4 * max64(c->n_experts, 1) + 2 * Din + max64(c->H, Din) + c->H;
+  /* MoE: gate, up (I each), router scores (3E), latent in/out (Din each), expert out
+   * (max(H,Din)), selection marks (E); dense MLP: gate and up of n tokens */
+  int64_t moe = 2 * I + 4 * max64(c->n_experts, 1) + 2 * Din + max64(c->H, Din) + c->H;
+  return max64(moe, 2 * (int64_t)n * I);
 }
 
 /* out[H'] = down(act(up x) [* silu(gate x)]); gate NULL -> relu^2. */
@@ -41,12 +41,43 @@ static void ffn(const float *w_gate /* [I][Din] or NULL */, const float *w_up /*
   matvec(w_down, ubuf, out, Dout, I);
 }
 
-void mlp_forward(const model *m, const model_block_w *b, int n, const float *u, float *y,
-                 float *work) {
+void mlp_forward(layer_batch *lb, int bi) {
+  const model *m = lb->s[0]->m;
+  const model_block_w *b = &m->blocks[bi];
   const int64_t H = m->cfg.H, I = b->mlp.I;
-  float *g = work, *up = work + I; /* [I], [I] */
-  for (int t = 0; t < n; t++)
-    ffn(b->mlp.w_gate, b->mlp.w_up, b->mlp.w_down, I, H, H, u + t * H, y + t * H, g, up);
+  const int n = lb->n, nv = lb->ns * lb->n;
+  const float **xp = lb->xp;
+  float **yp = lb->yp;
+  /* per state: g = work [n][I], up = work + n I [n][I]; the single-state ffn's products, each
+   * over every (state, token) */
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      xp[j * n + t] = lb->s[j]->u + t * H;
+      yp[j * n + t] = lb->s[j]->work + (n + t) * I;
+    }
+  matvec_many(b->mlp.w_up, I, H, xp, yp, nv);
+  if (b->mlp.w_gate) {
+    for (int j = 0; j < lb->ns; j++)
+      for (int t = 0; t < n; t++) yp[j * n + t] = lb->s[j]->work + t * I;
+    matvec_many(b->mlp.w_gate, I, H, xp, yp, nv);
+  }
+  for (int j = 0; j < lb->ns; j++) {
+    float *g = lb->s[j]->work, *up = g + n * I; /* [n][I] each */
+    if (b->mlp.w_gate) {
+      for (int64_t i = 0; i < n * I; i++) up[i] = silu_f(g[i]) * up[i];
+    } else {
+      for (int64_t i = 0; i < n * I; i++) {
+        float r = up[i] > 0.0f ? up[i] : 0.0f;
+        up[i] = r * r;
+      }
+    }
+  }
+  for (int j = 0; j < lb->ns; j++)
+    for (int t = 0; t < n; t++) {
+      xp[j * n + t] = lb->s[j]->work + (n + t) * I;
+      yp[j * n + t] = lb->s[j]->y + t * H;
+    }
+  matvec_many(b->mlp.w_down, H, I, xp, yp, nv);
 }
 
 #define MOE_MAX_TOPK 1024

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
 
 static int g_threads = 2;
 
@@ -55,6 +56,98 @@ void matvec(const float *W, const float *x, float *y, int64_t rows, int64_t cols
     return;
   }
   for (int64_t r = 0; r < rows; r++) y[r] = dot_f32(W + r * cols, x, cols);
+}
+
+/* ---- row-outer products over several vectors (matvec_many) ----
+ * GCC vector extensions (plain SSE on x86-64, no -march needed): lanes 0-3 of dot_f32's eight
+ * partial sums in one vector, lanes 4-7 in another; each lane does exactly dot_f32's operations
+ * (p[l] = p[l] + a * b, no contraction under ISO C), so every result has its bits. */
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline v4f ld4(const float *p) {
+  v4f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline float lanes_reduce(v4f lo, v4f hi, const float *a, const float *b, int64_t i,
+                                 int64_t n) {
+  float p[8];
+  memcpy(p, &lo, sizeof lo);
+  memcpy(p + 4, &hi, sizeof hi);
+  for (int l = 0; i + l < n; l++) p[l] = p[l] + a[i + l] * b[i + l];
+  return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+
+/* out[j] = dot_f32(w, x[j], n) for j < J (J = 1..4, a constant after inlining) */
+static inline __attribute__((always_inline)) void dot_multi(const float *w,
+                                                            const float *const *x, int64_t n,
+                                                            float *out, const int J) {
+  v4f lo[4], hi[4];
+  for (int j = 0; j < J; j++) lo[j] = hi[j] = (v4f){0.0f, 0.0f, 0.0f, 0.0f};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v4f wl = ld4(w + i), wh = ld4(w + i + 4);
+    for (int j = 0; j < J; j++) {
+      lo[j] = lo[j] + wl * ld4(x[j] + i);
+      hi[j] = hi[j] + wh * ld4(x[j] + i + 4);
+    }
+  }
+  for (int j = 0; j < J; j++) out[j] = lanes_reduce(lo[j], hi[j], w, x[j], i, n);
+}
+
+typedef struct {
+  const float *W;
+  const float *const *x; /* [nx] -> [cols] */
+  float *const *y;       /* [nx] -> [rows] */
+  int nx;
+  int64_t r0, r1, cols;
+} mvm_job;
+
+static void *mvm_run(void *arg) {
+  const mvm_job *jb = arg;
+  float o[4];
+  for (int64_t r = jb->r0; r < jb->r1; r++) {
+    const float *w = jb->W + r * jb->cols; /* [cols] */
+    int j = 0;
+    for (; j + 4 <= jb->nx; j += 4) {
+      dot_multi(w, jb->x + j, jb->cols, o, 4);
+      for (int q = 0; q < 4; q++) jb->y[j + q][r] = o[q];
+    }
+    switch (jb->nx - j) {
+      case 3: dot_multi(w, jb->x + j, jb->cols, o, 3); break;
+      case 2: dot_multi(w, jb->x + j, jb->cols, o, 2); break;
+      case 1: dot_multi(w, jb->x + j, jb->cols, o, 1); break;
+      default: break;
+    }
+    for (int q = 0; j + q < jb->nx; q++) jb->y[j + q][r] = o[q];
+  }
+  return NULL;
+}
+
+void matvec_many(const float *W, int64_t rows, int64_t cols, const float *const *x,
+                 float *const *y, int nx) {
+  if (nx < 1 || rows < 1) return;
+  int nt = g_threads;
+  if (nt > 1 && rows * cols * nx >= MV_THREAD_MIN && rows >= nt) {
+    pthread_t tid[64];
+    mvm_job jobs[64];
+    int started[64];
+    for (int t = 0; t < nt; t++) {
+      jobs[t] = (mvm_job){W, x, y, nx, rows * t / nt, rows * (t + 1) / nt, cols};
+      started[t] = 0;
+    }
+    for (int t = 1; t < nt; t++)
+      started[t] = pthread_create(&tid[t], NULL, mvm_run, &jobs[t]) == 0;
+    mvm_run(&jobs[0]);
+    for (int t = 1; t < nt; t++) {
+      if (started[t]) pthread_join(tid[t], NULL);
+      else mvm_run(&jobs[t]);
+    }
+    return;
+  }
+  mvm_job one = {W, x, y, nx, 0, rows, cols};
+  mvm_run(&one);
 }
 
 void rmsnorm(const float *x, const float *w, int plus_one, double eps, float *y, int64_t n) {

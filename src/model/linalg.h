@@ -18,6 +18,14 @@ float dot_f32(const float *a /* [n] */, const float *b /* [n] */, int64_t n);
 void matvec(const float *W /* [rows][cols] */, const float *x /* [cols] */,
             float *y /* [rows] */, int64_t rows, int64_t cols);
 
+/* Row-outer products over several vectors: y[j][r] = W[r] . x[j] for j < nx, r < rows, each value
+ * bit-identical to dot_f32(W + r * cols, x[j], cols) (the same 8 lanes and reduction per pair;
+ * only the loop order differs: the row stays in L1 while it meets every vector). Threads over
+ * rows like matvec when the work is large. */
+void matvec_many(const float *W /* [rows][cols] */, int64_t rows, int64_t cols,
+                 const float *const *x /* [nx] -> [cols] */, float *const *y /* [nx] -> [rows] */,
+                 int nx);
+
 /* y = x * rsqrt(mean(x^2) + eps) * (plus_one ? 1 + w : w); w may be NULL (no weight). */
 void rmsnorm(const float *x /* [n] */, const float *w /* [n] or NULL */, int plus_one,
              double eps, float *y /* [n] */, int64_t n);

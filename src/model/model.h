@@ -144,6 +144,16 @@ void model_state_free(model_state *s);
  * full, wrong n). */
 int model_forward(model_state *s, const int64_t *tokens /* [n] */, int n,
                   float *logits /* [n][V] */, char *err, size_t errlen);
+/* Run n tokens in each of ns states of the same model together (tokens [ns][n]; logits[j] gets
+ * state j's [n][V]). Each state's logits and new state are bit-identical to model_forward on it
+ * alone: only the loop order differs (each weight row meets every state's vectors while it is in
+ * L1; the per-state work, SSM engines included, runs state by state). The states may have
+ * different configurations but must be distinct and share n (1 outside spec). On an error,
+ * *failed (when not NULL) is the index of the state concerned; nothing has changed when the
+ * error is RSSM_ERR_INPUT, while after an engine failure (RSSM_ERR_IO) the states are unusable. */
+int model_forward_many(model_state *const *s, int ns, const int64_t *tokens /* [ns][n] */, int n,
+                       float *const *logits /* [ns] -> [n][V] */, int *failed, char *err,
+                       size_t errlen);
 /* Keep the first a tokens of the last forward (a = n outside spec). */
 int model_commit(model_state *s, int a);
 
