@@ -331,6 +331,13 @@ struct mc_batch {
   /* RSSM_CUDA_PROFILE=1 (launched steps only): events around every block and its SSM engine
    * calls, summed per block and printed on stderr by mc_batch_free; for finding where a step's
    * time goes (docs/gpu-runtime.md), never on in a run of record */
+  /* The configurations' SSM engine calls of one layer are independent (own states, disjoint
+   * output rows) and each is a chain of small latency-bound kernels over K rows: they run
+   * concurrently on side streams, forked from and joined back into `stream` by events (a CUDA
+   * Graph captures the same fork/join). Same kernels, same inputs: the same bits. */
+  int nside;                 /* side streams in use (0: everything on `stream`) */
+  cudaStream_t side[MC_SIDE_STREAMS];
+  cudaEvent_t fork_ev, join_ev[MC_SIDE_STREAMS];
   int prof;
   cudaEvent_t *prof_ev;      /* [3 nblocks + 2]: block start, SSM start, SSM end; head end, step end */
   double *prof_ms;           /* [2 nblocks + 2]: block, SSM part; head; host wall per step */
@@ -349,6 +356,26 @@ int dalloc(mc_batch *b, void **p, int64_t bytes) {
 #define DALLOC(b, ptr, bytes) dalloc((b), (void **)&(ptr), (bytes))
 
 int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Fork the side streams off the step's stream (before a layer's SSM calls) and join them back
+ * (after); ssm_stream picks configuration ci's stream. */
+int ssm_fork(mc_batch *b) {
+  if (!b->nside) return 0;
+  int rc = cudaEventRecord(b->fork_ev, b->stream) != cudaSuccess;
+  for (int j = 0; !rc && j < b->nside; j++)
+    rc = cudaStreamWaitEvent(b->side[j], b->fork_ev, 0) != cudaSuccess;
+  return rc;
+}
+void *ssm_stream(mc_batch *b, int ci) {
+  return b->nside ? (void *)b->side[ci % b->nside] : (void *)b->stream;
+}
+int ssm_join(mc_batch *b) {
+  int rc = 0;
+  for (int j = 0; !rc && j < b->nside; j++)
+    rc = cudaEventRecord(b->join_ev[j], b->side[j]) != cudaSuccess ||
+         cudaStreamWaitEvent(b->stream, b->join_ev[j], 0) != cudaSuccess;
+  return rc;
+}
 
 /* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile. */
 int gemm(mc_batch *b, const float *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
@@ -416,6 +443,11 @@ extern "C" void mc_batch_free(mc_batch *b) {
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
   if (b->stream) cudaStreamDestroy(b->stream);
+  for (int j = 0; j < b->nside; j++) {
+    cudaStreamDestroy(b->side[j]);
+    cudaEventDestroy(b->join_ev[j]);
+  }
+  if (b->nside) cudaEventDestroy(b->fork_ev);
   free(b->cfgs);
   free(b->h_tok);
   free(b->h_pos);
@@ -502,6 +534,19 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   b->h_tok = (int64_t *)calloc((size_t)R, sizeof(int64_t));
   b->h_pos = (int *)calloc((size_t)R, sizeof(int));
   ok = ok && b->cfgs && b->conv_win && b->kc && b->vc && b->eng && b->h_tok && b->h_pos;
+  if (ok && C > 1) {
+    const int want_side = C < MC_SIDE_STREAMS ? C : MC_SIDE_STREAMS;
+    ok = cudaEventCreateWithFlags(&b->fork_ev, cudaEventDisableTiming) == cudaSuccess;
+    for (int j = 0; ok && j < want_side; j++) {
+      ok = cudaStreamCreateWithFlags(&b->side[j], cudaStreamNonBlocking) == cudaSuccess;
+      if (ok && cudaEventCreateWithFlags(&b->join_ev[j], cudaEventDisableTiming) != cudaSuccess) {
+        cudaStreamDestroy(b->side[j]);
+        ok = 0;
+      }
+      if (ok) b->nside = j + 1;
+    }
+    if (!ok && b->nside == 0) cudaEventDestroy(b->fork_ev);
+  }
   const char *prof = getenv("RSSM_CUDA_PROFILE");
   if (ok && prof && strcmp(prof, "1") == 0) {
     b->prof_ev = (cudaEvent_t *)calloc((size_t)(3 * nb + 2), sizeof(cudaEvent_t));
@@ -647,12 +692,15 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
                                b->e_beta, R, Hk, Hv, dk, dv, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
+        rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hv, b->e_beta + r0 * Hv, b->e_v + r0 * vd,
                                 b->e_k + r0 * kd, b->e_q + r0 * kd};
-          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * vd, s) != 0;
+          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * vd,
+                             ssm_stream(b, ci)) != 0;
         }
+        rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         rc = rc || mc_rmsnorm(b->e_o, b->act, R, Hv, dv, vd, w->vnorm, 0, 0, eps, s);
         rc = rc || mc_mul_silu(b->act, b->proj + conv_dim, w->in_rows, R, vd, s);
@@ -669,12 +717,15 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                   w->dt_bias, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N,
                                   s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
+        rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hm, nullptr, b->e_v + r0 * di,
                                 b->e_k + r0 * gn, b->e_q + r0 * gn};
-          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * di, s) != 0;
+          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * di,
+                             ssm_stream(b, ci)) != 0;
         }
+        rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         rc = rc || mc_mamba2_gate(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act, R,
                                   Hm, P, s);

@@ -29,6 +29,8 @@ extern "C" {
 /* cuBLAS is called on row tiles of this many rows, so that every call has the same shape
  * whatever the batch (a row's bits must not depend on how many rows share the step). */
 #define MC_ROW_TILE 64
+/* at most this many configurations' SSM calls of a layer run concurrently (side streams) */
+#define MC_SIDE_STREAMS 16
 
 typedef struct mc_model mc_model;
 typedef struct mc_batch mc_batch;

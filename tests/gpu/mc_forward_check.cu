@@ -75,8 +75,8 @@ static int row_roundtrip(const char *dir, const mc_model *g, const ssm_config *c
     /* rows of different configurations differ in size (ring length, checkpoint formats) */
     const int64_t nb = mc_batch_row_bytes(a, r);
     std::vector<unsigned char> sa((size_t)nb), sb((size_t)nb);
-    if (nb != mc_batch_row_bytes(b, r) ||
-        mc_batch_row_save(a, r, sa.data(), err, sizeof err) != RSSM_OK ||
+    /* (b's own size for r depends on its position, which the first load sets) */
+    if (mc_batch_row_save(a, r, sa.data(), err, sizeof err) != RSSM_OK ||
         mc_batch_row_load(b, r, sa.data(), nb, err, sizeof err) != RSSM_OK ||
         mc_batch_row_save(b, r, sb.data(), err, sizeof err) != RSSM_OK) {
       printf("    roundtrip row %d: %s\n", r, err);
