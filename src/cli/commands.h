@@ -12,5 +12,10 @@ int cmd_tokens(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* `replayssm bench e2e` (src/bench_e2e/, defined where RSSM_HAVE_BENCH_E2E is): argv[0] is "e2e";
+ * returns the exit status. */
+int bench_e2e_main(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct {
 
 /* One line per command; keep alphabetical. */
 static const rssm_command commands[] = {
+    {"bench", cmd_bench, "GPU benchmarks: bench kernels (SSM kernels), bench e2e (decoding)"},
     {"logits", cmd_logits, "fp32 CPU decode of a Hugging Face hybrid model: logits per step"},
     {"merge", cmd_merge, "join the shard files of one run (run --shard I/N) into one file"},
     {"quant", cmd_quant, "fake-quantise a float32 .npy array to a number format (SPEC 3-4)"},

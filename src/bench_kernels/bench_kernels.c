@@ -1,0 +1,1129 @@
+/* `replayssm bench kernels` (docs/bench-kernels.md): the GPU SSM kernels of src/ssm_cuda on the
+ * paper's four shapes, every timed configuration first checked bit for bit against the CPU engine
+ * (ssm_check.h) on a small batch of desynchronised rows.
+ *
+ * Method. Each measurement is a CUDA Graph of whole operations (all rows active, rows in phase),
+ * replayed after warm-up and timed with CUDA events around each replay; the reported time is the
+ * median over the replays. So that no state sits in L2 between its uses, a workload holds K
+ * copies of its state, K * (state bytes) >= 2.5 x L2, and the graph runs the copies in turn (step
+ * s of every copy before step s + 1 of any). The copy bandwidth (cudaMemcpyAsync device to
+ * device and a float4 copy kernel, 1 GiB, reads + writes) is measured in the same run.
+ *
+ * Parts (--parts):
+ *   std     standard decoding, fp32, L = 16, batch sweep: the conventional step; the replay window
+ *           (L - 1 non-flush steps, then the flush step: two graphs, so both are also reported
+ *           alone), amortised per token, flush included (paper Fig. 2 kernel bars, Fig. 8)
+ *   window  the replay window L = 4 .. 64 at batch 256 (Fig. 9)
+ *   spec    verification of T drafts at batch 256: the per-draft snapshot baseline (1 read, T
+ *           writes) and output-only verification with a = 1 and a = T, per round, amortised
+ *           over the rounds between two flushes (Figs. 4, 7, 10)
+ *   lp      the non-flush step reading its checkpoint in fp32, bf16, fp16, fp8, nvfp4, mxfp4
+ *           (split hp=fp32 lp=F; Fig. 11)
+ *   skip    Appendix F: the checkpoint bytes a decay threshold would let non-flush steps skip
+ *           (a byte count over the timing inputs' decays; no kernel skips anything)
+ *
+ * Byte model (paper Appendix C.3, per head and window of L tokens, fp32 state):
+ *   M_conv = 8 L dv dk,  M_replay = 4 (L + 1) dv dk + (L - 1)(L + 2)/2 r
+ * with r the bytes of one record: the paper's r = 2 dv + 2 dk + 4 (16-bit records), and this
+ * engine's fp32 records r = 4 + 4 dv + 4 dk (Mamba-2: alpha, x, k) or 8 + 8 dv + 4 dk (GDN: alpha,
+ * beta, u, v, k). GB/s columns divide the model bytes (engine r) by the measured time. */
+#include "src/bench_kernels/bench_kernels.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "quant/format.h"
+#include "src/bench_kernels/snapshot.h"
+#include "src/bench_kernels/ssm_check.h"
+#include "src/cli/cli_util.h"
+#include "src/ssm/ssm_config.h"
+#include "src/ssm/ssm_engine.h"
+#include "src/ssm_cuda/ssm_cuda.h"
+
+#define USAGE                                                                                   \
+  "replayssm bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
+  "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
+  "                        [--out FILE.csv|FILE.json]"
+
+#define MAX_LIST 32
+#define CMD "bench kernels"
+
+/* ------------------------------------------------------------------------------------------------
+ * Shapes and options
+ * --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *key, *name;
+  ssm_dims d;
+} shape;
+
+/* The paper's four models (Table 1): Mamba-2 H = value heads, dv = head_dim, dk = d_state, G =
+ * groups; GDN H = Hv, dv = dk = 128, G = Hk. */
+static const shape all_shapes[] = {
+    {"nano", "Nemotron-3-Nano-4B", {SSM_MAMBA2, 96, 80, 128, 8}},
+    {"super", "Nemotron-3-Super-120B", {SSM_MAMBA2, 128, 64, 128, 8}},
+    {"qwen4b", "Qwen3.5-4B", {SSM_GDN, 32, 128, 128, 16}},
+    {"qwen122b", "Qwen3.5-122B", {SSM_GDN, 64, 128, 128, 16}},
+};
+#define N_SHAPES ((int)(sizeof all_shapes / sizeof all_shapes[0]))
+
+enum { P_STD = 1, P_WINDOW = 2, P_SPEC = 4, P_LP = 8, P_SKIP = 16 };
+
+typedef struct {
+  int shapes[N_SHAPES], nshapes;
+  int batches[MAX_LIST], nbatches;
+  int windows[MAX_LIST], nwindows;
+  int drafts[MAX_LIST], ndrafts;
+  const char *lp_formats[MAX_LIST];
+  int nlp;
+  int parts;
+  int iters, warmup, check_batch, quick;
+  double skip_threshold;
+  const char *out;
+} options;
+
+/* ------------------------------------------------------------------------------------------------
+ * Results: one row per measurement, printed as tables and written as CSV or JSON
+ * --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  char part[8], shape[32], kind[8], config[96], variant[24];
+  int B, L, T, a, copies;
+  double us;          /* per token (std, window), per round (spec), per non-flush step (lp) */
+  double us_nonflush; /* replay: one non-flush step; -1 where not applicable */
+  double us_flush;    /* replay: the flush step */
+  double model_bytes; /* per `us`, byte model with this engine's record size */
+  double gbps, pct_copy;
+  double rel_conv;     /* us / conventional step at the same shape and batch */
+  double model_ratio;  /* model bytes / conventional model bytes (what bandwidth alone predicts) */
+  double model_ratio_paper; /* the same with the paper's r = 2 dv + 2 dk + 4 */
+  char check[8];       /* pass, FAIL, or - (not a kernel: skip part) */
+} result;
+
+typedef struct {
+  result *r;
+  int n, cap;
+} results;
+
+static result *add_result(results *rs) {
+  if (rs->n == rs->cap) {
+    int cap = rs->cap ? 2 * rs->cap : 64;
+    result *p = realloc(rs->r, (size_t)cap * sizeof *p);
+    if (!p) return NULL;
+    rs->r = p;
+    rs->cap = cap;
+  }
+  result *x = &rs->r[rs->n++];
+  memset(x, 0, sizeof *x);
+  x->us_nonflush = x->us_flush = -1.0;
+  snprintf(x->check, sizeof x->check, "pass");
+  return x;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Small helpers
+ * --------------------------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *x /* [n], sorted in place */, int n) {
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static int cuda_ok(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return 1;
+  cli_error(CMD, "CUDA error in %s: %s", what, cudaGetErrorString(e));
+  return 0;
+}
+
+/* Parses "a,b,c" of positive ints into out (at most MAX_LIST). Returns the count or -1. */
+static int parse_int_list(const char *text, int *out) {
+  int n = 0;
+  const char *p = text;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v < 1 || v > 1000000 || n == MAX_LIST) return -1;
+    out[n++] = (int)v;
+    if (*end == ',') p = end + 1;
+    else if (*end == '\0') p = end;
+    else return -1;
+  }
+  return n > 0 ? n : -1;
+}
+
+static double record_bytes_engine(const ssm_dims *d) {
+  return d->kind == SSM_GDN ? 8.0 + 8.0 * d->dv + 4.0 * d->dk : 4.0 + 4.0 * d->dv + 4.0 * d->dk;
+}
+static double record_bytes_paper(const ssm_dims *d) { return 2.0 * d->dv + 2.0 * d->dk + 4.0; }
+
+/* Appendix C.3 per head and window of L tokens. */
+static double m_conv(const ssm_dims *d, int L) { return 8.0 * L * d->dv * d->dk; }
+static double m_replay(const ssm_dims *d, int L, double r) {
+  return 4.0 * (L + 1) * d->dv * d->dk + (double)(L - 1) * (L + 2) / 2.0 * r;
+}
+
+static size_t ckpt_bytes(const char *fmt_text, const ssm_dims *d) {
+  qformat f;
+  qlayout lay;
+  char err[128];
+  if (qformat_parse(fmt_text, &f, err, sizeof err) != 0 || qlayout_of(&f, d->dv, d->dk, &lay) != 0) return 0;
+  return (size_t)lay.bytes_per_matrix;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Workloads: K copies of a batched state, shared inputs, graphs of whole operations
+ * --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  ssm_config cfg;
+  ssm_dims d;
+  int B, n, K, spec, snap, T;
+  ssm_cuda_state *st;     /* [K] (engine workloads) */
+  bench_snap_state *sn;   /* [K] (snapshot baseline) */
+  float *in_buf;          /* device: alpha, beta, v, k, q of [B][n][...] back to back */
+  ssm_cuda_inputs in;
+  float *o;               /* device [B][n][H][dv] */
+  int *d_a;               /* device [B] acceptance lengths */
+  cudaStream_t s;
+} workload;
+
+static void wl_free(workload *w) {
+  if (w->st)
+    for (int c = 0; c < w->K; c++) ssm_cuda_free(&w->st[c]);
+  if (w->sn)
+    for (int c = 0; c < w->K; c++) bench_snap_free(&w->sn[c]);
+  free(w->st);
+  free(w->sn);
+  if (w->in_buf) cudaFree(w->in_buf);
+  if (w->o) cudaFree(w->o);
+  if (w->d_a) cudaFree(w->d_a);
+  if (w->s) cudaStreamDestroy(w->s);
+  memset(w, 0, sizeof *w);
+}
+
+/* Copies so that the states in rotation exceed 2.5 x L2 (at most 64). */
+static int copies_for(double state_bytes) {
+  int dev = 0, l2 = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+  if (l2 <= 0) l2 = 64 << 20;
+  int k = (int)ceil(2.5 * (double)l2 / state_bytes);
+  return k < 1 ? 1 : (k > 64 ? 64 : k);
+}
+
+/* Builds K copies of cfg_text (snap_T > 0: the snapshot baseline with T drafts instead) at batch
+ * B, with device-filled inputs; a[b] = accept for spec and snapshot rounds. Returns 0 or -1 (one
+ * line printed). */
+static int wl_build(workload *w, const char *cfg_text, const ssm_dims *d, int B, int snap_T, int accept) {
+  memset(w, 0, sizeof *w);
+  char err[256];
+  w->d = *d;
+  w->B = B;
+  if (snap_T > 0) {
+    w->snap = 1;
+    w->T = snap_T;
+    w->n = snap_T;
+  } else {
+    if (ssm_config_parse(cfg_text, &w->cfg, err, sizeof err) != 0) {
+      cli_error(CMD, "config '%s': %s", cfg_text, err);
+      return -1;
+    }
+    w->spec = w->cfg.strategy == SSM_SPEC;
+    w->T = w->spec ? w->cfg.T : 0;
+    w->n = w->spec ? w->cfg.T : 1;
+  }
+  /* the state one operation touches: the read checkpoint (snapshot: T + 1 states) */
+  double mat = (double)d->H * d->dv * d->dk * 4.0 * B;
+  double touched = w->snap ? mat * (1 + w->T) : mat;
+  if (!w->snap && w->cfg.strategy != SSM_CONVENTIONAL && w->cfg.split) {
+    qlayout lay;
+    if (qlayout_of(&w->cfg.lp, d->dv, d->dk, &lay) == 0) touched = (double)lay.bytes_per_matrix * d->H * B;
+  }
+  w->K = copies_for(touched);
+  if (!cuda_ok(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "stream")) return -1;
+  uint32_t *seqs = malloc((size_t)B * sizeof *seqs);
+  if (!seqs) return -1;
+  for (int b = 0; b < B; b++) seqs[b] = (uint32_t)b;
+  if (w->snap) {
+    w->sn = calloc((size_t)w->K, sizeof *w->sn);
+    for (int c = 0; w->sn && c < w->K; c++)
+      if (bench_snap_build(&w->sn[c], d, B, w->T, err, sizeof err) != 0) {
+        cli_error(CMD, "snapshot state (B=%d T=%d, copy %d of %d): %s", B, w->T, c + 1, w->K, err);
+        w->K = c;
+        free(seqs);
+        return -1;
+      }
+  } else {
+    w->st = calloc((size_t)w->K, sizeof *w->st);
+    for (int c = 0; w->st && c < w->K; c++)
+      if (ssm_cuda_build(&w->st[c], &w->cfg, d, B, 0x5eedULL, 0, seqs, err, sizeof err) != 0) {
+        cli_error(CMD, "'%s' state (B=%d, copy %d of %d): %s", cfg_text, B, c + 1, w->K, err);
+        w->K = c;
+        free(seqs);
+        return -1;
+      }
+  }
+  free(seqs);
+  if (!w->st && !w->sn) return -1;
+  const size_t nH = (size_t)B * w->n * d->H, nV = nH * d->dv, nK = (size_t)B * w->n * d->G * d->dk;
+  const size_t total = 2 * nH + nV + 2 * nK;
+  if (!cuda_ok(cudaMalloc((void **)&w->in_buf, total * sizeof(float)), "input allocation") ||
+      !cuda_ok(cudaMalloc((void **)&w->o, nV * sizeof(float)), "output allocation") ||
+      !cuda_ok(cudaMalloc((void **)&w->d_a, (size_t)B * sizeof(int)), "acceptance allocation"))
+    return -1;
+  float *p = w->in_buf;
+  w->in.alpha = p;
+  w->in.beta = d->kind == SSM_GDN ? p + nH : NULL;
+  w->in.v = p + 2 * nH;
+  w->in.k = p + 2 * nH + nV;
+  w->in.q = p + 2 * nH + nV + nK;
+  /* the ranges of the first timings (decays 0.9 .. 0.9999, small keys): states stay bounded */
+  int rc = bench_fill_uniform(p, nH, 1, 0.9f, 0.9999f, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
+           bench_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
+           bench_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
+           bench_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
+  int *a = malloc((size_t)B * sizeof *a);
+  if (!a) return -1;
+  for (int b = 0; b < B; b++) a[b] = accept;
+  cudaError_t e = cudaMemcpy(w->d_a, a, (size_t)B * sizeof(int), cudaMemcpyHostToDevice);
+  free(a);
+  if (rc != 0 || !cuda_ok(e, "input upload") || !cuda_ok(cudaDeviceSynchronize(), "workload build")) return -1;
+  return 0;
+}
+
+/* One operation on every copy in turn: a step, or a round (verify + commit). */
+static int wl_op_all(workload *w) {
+  int rc = 0;
+  for (int c = 0; c < w->K; c++) {
+    if (w->snap) {
+      rc |= bench_snap_verify(&w->sn[c], &w->in, w->o, w->s);
+      rc |= bench_snap_commit(&w->sn[c], w->d_a, w->s);
+    } else if (w->spec) {
+      rc |= ssm_cuda_verify(&w->st[c], &w->in, NULL, w->o, w->s);
+      rc |= ssm_cuda_commit(&w->st[c], w->d_a, NULL, w->s);
+    } else {
+      rc |= ssm_cuda_step(&w->st[c], &w->in, NULL, w->o, w->s);
+    }
+  }
+  return rc;
+}
+
+/* A graph of `reps` operations on every copy. */
+static int wl_graph(workload *w, int reps, cudaGraphExec_t *exec) {
+  cudaGraph_t g = NULL;
+  *exec = NULL;
+  if (!cuda_ok(cudaStreamBeginCapture(w->s, cudaStreamCaptureModeThreadLocal), "graph capture")) return -1;
+  int rc = 0;
+  for (int r = 0; r < reps; r++) rc |= wl_op_all(w);
+  cudaError_t e = cudaStreamEndCapture(w->s, &g);
+  if (rc != 0 || !cuda_ok(e, "graph capture")) {
+    if (g) cudaGraphDestroy(g);
+    if (rc != 0) cli_error(CMD, "an operation refused to launch during capture");
+    return -1;
+  }
+  e = cudaGraphInstantiate(exec, g, 0);
+  cudaGraphDestroy(g);
+  return cuda_ok(e, "graph instantiation") ? 0 : -1;
+}
+
+/* Replays the ng graphs in order, warmup + iters times; ms[i * ng + j] = graph j's time in replay
+ * i (after warm-up). Returns 0 or -1. */
+static int time_graphs(workload *w, cudaGraphExec_t *g /* [ng] */, int ng, int warmup, int iters,
+                       double *ms /* [iters][ng] */) {
+  cudaEvent_t ev[9];
+  if (ng > 8) return -1;
+  for (int j = 0; j <= ng; j++)
+    if (!cuda_ok(cudaEventCreate(&ev[j]), "event")) return -1;
+  int ok = 1;
+  for (int it = 0; ok && it < warmup + iters; it++) {
+    ok &= cuda_ok(cudaEventRecord(ev[0], w->s), "event record");
+    for (int j = 0; ok && j < ng; j++) {
+      ok &= cuda_ok(cudaGraphLaunch(g[j], w->s), "graph launch");
+      ok &= cuda_ok(cudaEventRecord(ev[j + 1], w->s), "event record");
+    }
+    ok = ok && cuda_ok(cudaEventSynchronize(ev[ng]), "timed replay");
+    for (int j = 0; ok && j < ng && it >= warmup; j++) {
+      float t = 0.0f;
+      ok &= cuda_ok(cudaEventElapsedTime(&t, ev[j], ev[j + 1]), "event time");
+      ms[(size_t)(it - warmup) * ng + j] = t;
+    }
+  }
+  for (int j = 0; j <= ng; j++) cudaEventDestroy(ev[j]);
+  return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Checks, once per (shape, configuration)
+ * --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  char key[160];
+  int ok;
+} check_memo;
+
+typedef struct {
+  check_memo m[512];
+  int n, failures;
+  int batch;
+} checks;
+
+/* Checks cfg_text (snap_T > 0: the snapshot baseline) on shape sh before it is timed; the result
+ * is remembered. Prints one line. Returns 1 when bit-identical. */
+static int check_config(checks *ck, const shape *sh, const char *cfg_text, int snap_T) {
+  char key[160];
+  snprintf(key, sizeof key, "%s|%s|%d", sh->key, cfg_text ? cfg_text : "", snap_T);
+  for (int i = 0; i < ck->n; i++)
+    if (strcmp(ck->m[i].key, key) == 0) return ck->m[i].ok;
+  ssm_check_tally t;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int ok;
+  char what[128];
+  if (snap_T > 0) {
+    snprintf(what, sizeof what, "snapshot baseline T=%d", snap_T);
+    ok = ssm_check_snapshot(&sh->d, ck->batch < 4 ? ck->batch : 4, snap_T, 3, &t) == 0;
+  } else {
+    ssm_config cfg;
+    char err[200];
+    if (ssm_config_parse(cfg_text, &cfg, err, sizeof err) != 0) return 0;
+    /* row b is inactive for its first b % L steps (b < check rows), then reaches its flush
+       within L more active operations (a spec round with a = 1 within L - T + 1), about one in 23
+       operations being inactive; the explicit flush comes after that, and a few operations
+       follow it */
+    int L = cfg.strategy == SSM_CONVENTIONAL ? 1 : cfg.L;
+    int steps = cfg.strategy == SSM_CONVENTIONAL ? 12 : L + L / 8 + ck->batch + 8;
+    snprintf(what, sizeof what, "%s", cfg_text);
+    ok = ssm_check_run(cfg_text, &sh->d, ck->batch, steps, steps - 4, 1, &t) == 0;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  printf("check %-22s %-44s %s: %lld outputs, %lld ckpt bytes, %lld+%lld+%lld differ (%.1f s)%s%s\n", sh->name,
+         what, ok ? "bit-identical" : "FAIL", t.outputs, t.ckpt_bytes, t.out_diff, t.ckpt_diff, t.state_diff, sec,
+         t.text[0] ? "; " : "", t.text);
+  fflush(stdout);
+  if (ck->n < (int)(sizeof ck->m / sizeof ck->m[0])) {
+    snprintf(ck->m[ck->n].key, sizeof ck->m[ck->n].key, "%s", key);
+    ck->m[ck->n++].ok = ok;
+  }
+  if (!ok) ck->failures++;
+  return ok;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Measurements
+ * --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  options *o;
+  results *rs;
+  checks *ck;
+  double copy_gbps;
+  int cuda_failed;
+  /* conventional fp32 step per (shape, batch), the reference of every ratio */
+  double conv_us[N_SHAPES][MAX_LIST + 1];
+  int conv_B[N_SHAPES][MAX_LIST + 1];
+  int nconv[N_SHAPES];
+} bench;
+
+/* Times a standard-decoding configuration: conventional (one graph of a step per copy) or replay
+ * (the L - 1 non-flush steps, then the flush step). us per token; nf and fl per step. */
+static int time_standard(bench *bn, const char *cfg_text, const ssm_dims *d, int B, double *us, double *nf,
+                         double *fl, int *copies) {
+  workload w;
+  int rc = -1;
+  cudaGraphExec_t g[2] = {NULL, NULL};
+  double *ms = NULL;
+  *nf = *fl = -1.0;
+  if (wl_build(&w, cfg_text, d, B, 0, 1) != 0) goto done;
+  *copies = w.K;
+  const int it = bn->o->iters;
+  ms = malloc((size_t)it * 2 * sizeof *ms);
+  if (!ms) goto done;
+  if (w.cfg.strategy == SSM_CONVENTIONAL) {
+    if (wl_graph(&w, 1, &g[0]) != 0 || time_graphs(&w, g, 1, bn->o->warmup, it, ms) != 0) goto done;
+    *us = median(ms, it) * 1000.0 / w.K;
+  } else {
+    const int L = w.cfg.L;
+    if (wl_graph(&w, L - 1, &g[0]) != 0 || wl_graph(&w, 1, &g[1]) != 0 ||
+        time_graphs(&w, g, 2, bn->o->warmup, it, ms) != 0)
+      goto done;
+    double *a = malloc((size_t)it * sizeof *a), *f = malloc((size_t)it * sizeof *f),
+           *s = malloc((size_t)it * sizeof *s);
+    if (!a || !f || !s) {
+      free(a), free(f), free(s);
+      goto done;
+    }
+    for (int i = 0; i < it; i++) {
+      a[i] = ms[2 * i];
+      f[i] = ms[2 * i + 1];
+      s[i] = a[i] + f[i];
+    }
+    *nf = median(a, it) * 1000.0 / ((double)(L - 1) * w.K);
+    *fl = median(f, it) * 1000.0 / w.K;
+    *us = median(s, it) * 1000.0 / ((double)L * w.K);
+    free(a), free(f), free(s);
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 2; j++)
+    if (g[j]) cudaGraphExecDestroy(g[j]);
+  free(ms);
+  wl_free(&w);
+  if (rc != 0) bn->cuda_failed = 1;
+  return rc;
+}
+
+/* Verification rounds: output-only (spec, accept=fixed:a) amortised over one flush cycle, or the
+ * snapshot baseline (snap_T > 0), per round. */
+static int time_rounds(bench *bn, const char *cfg_text, const ssm_dims *d, int B, int snap_T, int a, double *us,
+                       int *copies) {
+  workload w;
+  int rc = -1;
+  cudaGraphExec_t g = NULL, g0 = NULL;
+  double *ms = NULL;
+  if (wl_build(&w, cfg_text, d, B, snap_T, a) != 0) goto done;
+  *copies = w.K;
+  const int it = bn->o->iters;
+  ms = malloc((size_t)it * sizeof *ms);
+  if (!ms) goto done;
+  int per = 1;
+  if (!w.snap) {
+    /* round 0 (h = 0) leaves h = a; then rounds 1..rf repeat: round r has h = r a and the first
+       with h + T > L flushes, after which h = a again */
+    const int L = w.cfg.L, T = w.cfg.T;
+    per = (L - T) / a + 1;
+    if (wl_graph(&w, 1, &g0) != 0 || !cuda_ok(cudaGraphLaunch(g0, w.s), "graph launch")) goto done;
+  }
+  if (wl_graph(&w, per, &g) != 0 || time_graphs(&w, &g, 1, bn->o->warmup, it, ms) != 0) goto done;
+  *us = median(ms, it) * 1000.0 / ((double)per * w.K);
+  rc = 0;
+done:
+  if (g) cudaGraphExecDestroy(g);
+  if (g0) cudaGraphExecDestroy(g0);
+  free(ms);
+  wl_free(&w);
+  if (rc != 0) bn->cuda_failed = 1;
+  return rc;
+}
+
+/* The conventional fp32 step at (shape si, batch B): measured once, then remembered. */
+static double conv_ref(bench *bn, int si, int B) {
+  for (int i = 0; i < bn->nconv[si]; i++)
+    if (bn->conv_B[si][i] == B) return bn->conv_us[si][i];
+  const shape *sh = &all_shapes[si];
+  double us = -1.0, nf, fl;
+  int k;
+  if (check_config(bn->ck, sh, "conventional state=fp32", 0) &&
+      time_standard(bn, "conventional state=fp32", &sh->d, B, &us, &nf, &fl, &k) != 0)
+    us = -1.0;
+  if (bn->nconv[si] <= MAX_LIST) {
+    bn->conv_B[si][bn->nconv[si]] = B;
+    bn->conv_us[si][bn->nconv[si]++] = us;
+  }
+  return us;
+}
+
+static void fill_common(result *r, const char *part, const shape *sh, const char *cfg, int B) {
+  snprintf(r->part, sizeof r->part, "%s", part);
+  snprintf(r->shape, sizeof r->shape, "%s", sh->name);
+  snprintf(r->kind, sizeof r->kind, "%s", sh->d.kind == SSM_GDN ? "gdn" : "mamba2");
+  snprintf(r->config, sizeof r->config, "%s", cfg);
+  r->B = B;
+}
+
+static void fill_rates(bench *bn, result *r, double conv_us) {
+  r->gbps = r->us > 0 ? r->model_bytes / (r->us * 1e3) : 0.0;
+  r->pct_copy = bn->copy_gbps > 0 ? 100.0 * r->gbps / bn->copy_gbps : 0.0;
+  r->rel_conv = conv_us > 0 && r->us > 0 ? r->us / conv_us : 0.0;
+}
+
+/* Part std: conventional and replay L = 16 over the batch sweep. */
+static void part_std(bench *bn, int si) {
+  const shape *sh = &all_shapes[si];
+  const ssm_dims *d = &sh->d;
+  const char *rcfg = "replay L=16 ckpt=fp32";
+  const int L = 16;
+  printf("\n== standard decoding, fp32 state, L = %d: %s (%s H=%d dv=%d dk=%d G=%d)\n", L, sh->name,
+         d->kind == SSM_GDN ? "GDN" : "Mamba-2", d->H, d->dv, d->dk, d->G);
+  printf("%6s %4s | %10s %8s %6s | %10s %10s %10s %8s %6s | %7s %7s %7s\n", "B", "K", "conv us", "GB/s", "%copy",
+         "replay us", "nonflush", "flush", "GB/s", "%copy", "speedup", "model", "paper");
+  int okc = check_config(bn->ck, sh, "conventional state=fp32", 0);
+  int okr = check_config(bn->ck, sh, rcfg, 0);
+  for (int bi = 0; bi < bn->o->nbatches; bi++) {
+    const int B = bn->o->batches[bi];
+    double cu = okc ? conv_ref(bn, si, B) : -1.0;
+    result *rc = add_result(bn->rs);
+    if (!rc) return;
+    fill_common(rc, "std", sh, "conventional state=fp32", B);
+    rc->L = L;
+    rc->us = cu;
+    rc->copies = copies_for((double)d->H * d->dv * d->dk * 4.0 * B);
+    rc->model_bytes = (double)B * d->H * m_conv(d, L) / L;
+    rc->model_ratio = rc->model_ratio_paper = 1.0;
+    if (!okc) snprintf(rc->check, sizeof rc->check, "FAIL");
+    fill_rates(bn, rc, cu);
+    double us = -1.0, nf = -1.0, fl = -1.0;
+    int k = 0;
+    if (okr) time_standard(bn, rcfg, d, B, &us, &nf, &fl, &k);
+    result *rr = add_result(bn->rs);
+    if (!rr) return;
+    fill_common(rr, "std", sh, rcfg, B);
+    rr->L = L;
+    rr->copies = k;
+    rr->us = us;
+    rr->us_nonflush = nf;
+    rr->us_flush = fl;
+    rr->model_bytes = (double)B * d->H * m_replay(d, L, record_bytes_engine(d)) / L;
+    rr->model_ratio = m_replay(d, L, record_bytes_engine(d)) / m_conv(d, L);
+    rr->model_ratio_paper = m_replay(d, L, record_bytes_paper(d)) / m_conv(d, L);
+    if (!okr) snprintf(rr->check, sizeof rr->check, "FAIL");
+    fill_rates(bn, rr, cu);
+    printf("%6d %4d | %10.1f %8.1f %6.1f | %10.1f %10.1f %10.1f %8.1f %6.1f | %7.2f %7.2f %7.2f\n", B, rc->copies,
+           cu, rc->gbps, rc->pct_copy, us, nf, fl, rr->gbps, rr->pct_copy, us > 0 && cu > 0 ? cu / us : 0.0,
+           1.0 / rr->model_ratio, 1.0 / rr->model_ratio_paper);
+    fflush(stdout);
+  }
+}
+
+/* Part window: replay L = 4 .. 64 at B = 256. */
+static void part_window(bench *bn, int si) {
+  const shape *sh = &all_shapes[si];
+  const ssm_dims *d = &sh->d;
+  const int B = 256;
+  printf("\n== replay window sweep, fp32, B = %d: %s\n", B, sh->name);
+  printf("%4s | %10s %10s %10s %8s %6s | %7s %7s %7s\n", "L", "us/token", "nonflush", "flush", "GB/s", "%copy",
+         "speedup", "model", "paper");
+  double cu = conv_ref(bn, si, B);
+  for (int li = 0; li < bn->o->nwindows; li++) {
+    const int L = bn->o->windows[li];
+    char cfg[64];
+    snprintf(cfg, sizeof cfg, "replay L=%d ckpt=fp32", L);
+    int ok = check_config(bn->ck, sh, cfg, 0);
+    double us = -1.0, nf = -1.0, fl = -1.0;
+    int k = 0;
+    if (ok) time_standard(bn, cfg, d, B, &us, &nf, &fl, &k);
+    result *r = add_result(bn->rs);
+    if (!r) return;
+    fill_common(r, "window", sh, cfg, B);
+    r->L = L;
+    r->copies = k;
+    r->us = us;
+    r->us_nonflush = nf;
+    r->us_flush = fl;
+    r->model_bytes = (double)B * d->H * m_replay(d, L, record_bytes_engine(d)) / L;
+    r->model_ratio = m_replay(d, L, record_bytes_engine(d)) / m_conv(d, L);
+    r->model_ratio_paper = m_replay(d, L, record_bytes_paper(d)) / m_conv(d, L);
+    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    fill_rates(bn, r, cu);
+    printf("%4d | %10.1f %10.1f %10.1f %8.1f %6.1f | %7.2f %7.2f %7.2f\n", L, us, nf, fl, r->gbps, r->pct_copy,
+           us > 0 && cu > 0 ? cu / us : 0.0, 1.0 / r->model_ratio, 1.0 / r->model_ratio_paper);
+    fflush(stdout);
+  }
+}
+
+/* Part spec: snapshot baseline and output-only verification, T drafts, B = 256, L = 16. */
+static void part_spec(bench *bn, int si) {
+  const shape *sh = &all_shapes[si];
+  const ssm_dims *d = &sh->d;
+  const int B = 256, L = 16;
+  printf("\n== speculative verification, fp32, L = %d, B = %d: %s (x std = time / conventional step)\n", L, B,
+         sh->name);
+  printf("%3s | %10s %7s %8s | %12s %7s | %12s %7s | %8s %8s\n", "T", "snapshot", "x std", "GB/s", "out-only a=1",
+         "x std", "out-only a=T", "x std", "model sn", "model oo");
+  double cu = conv_ref(bn, si, B);
+  const double mat = 4.0 * d->dv * d->dk * d->H * B;
+  for (int ti = 0; ti < bn->o->ndrafts; ti++) {
+    const int T = bn->o->drafts[ti];
+    if (T > L) continue;
+    double us_sn = -1.0, us_a1 = -1.0, us_aT = -1.0;
+    int k = 0;
+    int ok = check_config(bn->ck, sh, NULL, T);
+    if (ok) time_rounds(bn, NULL, d, B, T, 1, &us_sn, &k);
+    result *r = add_result(bn->rs);
+    if (!r) return;
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "snapshot T=%d", T);
+    fill_common(r, "spec", sh, cfg, B);
+    snprintf(r->variant, sizeof r->variant, "snapshot");
+    r->L = L;
+    r->T = T;
+    r->a = 0;
+    r->copies = k;
+    r->us = us_sn;
+    r->model_bytes = mat * (1.0 + T);
+    r->model_ratio = r->model_ratio_paper = (1.0 + T) / 2.0;
+    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    fill_rates(bn, r, cu);
+    double gb_sn = r->gbps;
+    for (int v = 0; v < 2; v++) {
+      const int a = v == 0 ? 1 : T;
+      if (v == 1 && T == 1) {
+        us_aT = us_a1;
+        break;
+      }
+      snprintf(cfg, sizeof cfg, "spec L=%d T=%d ckpt=fp32 accept=fixed:%d", L, T, a);
+      int okv = check_config(bn->ck, sh, cfg, 0);
+      double us = -1.0;
+      if (okv) time_rounds(bn, cfg, d, B, 0, a, &us, &k);
+      const int rf = (L - T) / a + 1; /* rounds per flush cycle */
+      result *x = add_result(bn->rs);
+      if (!x) return;
+      fill_common(x, "spec", sh, cfg, B);
+      snprintf(x->variant, sizeof x->variant, "output-only");
+      x->L = L;
+      x->T = T;
+      x->a = a;
+      x->copies = k;
+      x->us = us;
+      x->model_bytes = mat * (1.0 + 1.0 / rf);
+      x->model_ratio = x->model_ratio_paper = (1.0 + 1.0 / rf) / 2.0;
+      if (!okv) snprintf(x->check, sizeof x->check, "FAIL");
+      fill_rates(bn, x, cu);
+      if (v == 0) us_a1 = us;
+      else us_aT = us;
+    }
+    printf("%3d | %10.1f %7.2f %8.1f | %12.1f %7.2f | %12.1f %7.2f | %8.2f %8.2f\n", T, us_sn,
+           cu > 0 ? us_sn / cu : 0.0, gb_sn, us_a1, cu > 0 ? us_a1 / cu : 0.0, us_aT, cu > 0 ? us_aT / cu : 0.0,
+           (1.0 + T) / 2.0, (1.0 + 1.0 / ((L - T) / T + 1)) / 2.0);
+    fflush(stdout);
+  }
+}
+
+/* Part lp: the non-flush step reading C_lp in each format (split hp=fp32 lp=F; fp32: the shared
+ * fp32 checkpoint, the same read), B = 256, L = 16. */
+static void part_lp(bench *bn, int si) {
+  const shape *sh = &all_shapes[si];
+  const ssm_dims *d = &sh->d;
+  const int B = 256, L = 16;
+  printf("\n== non-flush step by checkpoint read format, L = %d, B = %d: %s\n", L, B, sh->name);
+  printf("%-8s %10s | %10s %8s %6s %8s | %10s\n", "read", "bytes/mat", "nonflush", "GB/s", "%copy", "vs fp32",
+         "us/token");
+  double cu = conv_ref(bn, si, B);
+  double nf32 = -1.0;
+  for (int fi = 0; fi < bn->o->nlp; fi++) {
+    const char *fmt = bn->o->lp_formats[fi];
+    char cfg[96];
+    if (strcmp(fmt, "fp32") == 0) snprintf(cfg, sizeof cfg, "replay L=%d ckpt=fp32", L);
+    else snprintf(cfg, sizeof cfg, "replay L=%d hp=fp32 lp=%s", L, fmt);
+    int ok = check_config(bn->ck, sh, cfg, 0);
+    double us = -1.0, nf = -1.0, fl = -1.0;
+    int k = 0;
+    if (ok) time_standard(bn, cfg, d, B, &us, &nf, &fl, &k);
+    if (strcmp(fmt, "fp32") == 0) nf32 = nf;
+    result *r = add_result(bn->rs);
+    if (!r) return;
+    fill_common(r, "lp", sh, cfg, B);
+    snprintf(r->variant, sizeof r->variant, "%s", fmt);
+    r->L = L;
+    r->copies = k;
+    r->us = nf; /* the non-flush step is what this part compares */
+    r->us_nonflush = nf;
+    r->us_flush = fl;
+    size_t bpm = ckpt_bytes(fmt, d);
+    r->model_bytes = (double)B * d->H * (double)bpm;
+    r->model_ratio = r->model_ratio_paper = (double)bpm / (4.0 * d->dv * d->dk);
+    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    fill_rates(bn, r, cu);
+    printf("%-8s %10zu | %10.1f %8.1f %6.1f %8.2f | %10.1f\n", fmt, bpm, nf, r->gbps, r->pct_copy,
+           nf > 0 && nf32 > 0 ? nf32 / nf : 0.0, us);
+    fflush(stdout);
+  }
+}
+
+/* Part skip (Appendix F): a non-flush step at h records since the flush could skip a head's
+ * checkpoint read when gamma_h = prod of its h decays < threshold (the checkpoint's term
+ * gamma_h C q is then below the threshold relative to C q). Counted over the decays the timing
+ * inputs use (U(0.9, 0.9999), the same for every step here) and over the SPEC check distribution
+ * (1 - 10^-U(0.5, 4)), per step of a window of L = 16, as bytes of fp32 checkpoint saved. No
+ * kernel skips anything yet, and what a threshold costs in KL is a separate experiment
+ * (docs/bench-kernels.md). */
+static void part_skip(bench *bn, int si) {
+  const shape *sh = &all_shapes[si];
+  const ssm_dims *d = &sh->d;
+  const int L = 16, B = 256, nsamp = 4096;
+  const double thr = bn->o->skip_threshold;
+  printf("\n== Appendix F: checkpoint reads skippable at gamma_h < %.3g, L = %d, B = %d: %s\n", thr, L, B,
+         sh->name);
+  printf("%-28s %14s %14s %10s\n", "decay distribution", "ckpt MB/step", "saved MB/step", "saved %");
+  const char *names[2] = {"U(0.9, 0.9999) (timing)", "1 - 10^-U(0.5, 4) (check)"};
+  for (int dist = 0; dist < 2; dist++) {
+    /* per head sample: the mean over non-flush steps h = 1..L-1 of [gamma_h < thr]; a
+       deterministic low-discrepancy sample of decays, one per step */
+    double skipped = 0.0;
+    for (int s = 0; s < nsamp; s++) {
+      double g = 1.0;
+      for (int h = 1; h < L; h++) {
+        double u = fmod((s * 0.7548776662466927) + h * 0.5698402909980532, 1.0);
+        double alpha = dist == 0 ? 0.9 + 0.0999 * u : 1.0 - pow(10.0, -(0.5 + 3.5 * u));
+        g *= alpha;
+        if (g < thr) skipped += 1.0;
+      }
+    }
+    double frac = skipped / ((double)nsamp * (L - 1)); /* of non-flush reads */
+    double ck = (double)B * d->H * 4.0 * d->dv * d->dk;
+    double per_step = ck * (L - 1) / L; /* non-flush reads per token, amortised */
+    result *r = add_result(bn->rs);
+    if (!r) return;
+    fill_common(r, "skip", sh, names[dist], B);
+    snprintf(r->variant, sizeof r->variant, "thr=%.3g", thr);
+    snprintf(r->check, sizeof r->check, "-");
+    r->L = L;
+    r->us = -1.0;
+    r->model_bytes = per_step * frac; /* bytes saved per token */
+    r->model_ratio = frac;
+    r->model_ratio_paper = frac;
+    printf("%-28s %14.1f %14.1f %10.2f\n", names[dist], per_step / 1e6, per_step * frac / 1e6, 100.0 * frac);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Copy bandwidth
+ * --------------------------------------------------------------------------------------------- */
+
+static double copy_bandwidth(int iters, double *kernel_gbps, double *memcpy_gbps) {
+  const size_t bytes = (size_t)1 << 30;
+  void *a = NULL, *b = NULL;
+  cudaStream_t s = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double best = -1.0;
+  double *ms = malloc((size_t)iters * sizeof *ms);
+  if (!ms || !cuda_ok(cudaMalloc(&a, bytes), "copy buffer") || !cuda_ok(cudaMalloc(&b, bytes), "copy buffer") ||
+      !cuda_ok(cudaMemset(a, 1, bytes), "memset") || !cuda_ok(cudaStreamCreate(&s), "stream") ||
+      !cuda_ok(cudaEventCreate(&e0), "event") || !cuda_ok(cudaEventCreate(&e1), "event"))
+    goto done;
+  for (int way = 0; way < 2; way++) {
+    for (int it = -3; it < iters; it++) {
+      cudaEventRecord(e0, s);
+      int rc = way == 0 ? bench_copy_kernel(b, a, bytes, s) : (cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess);
+      cudaEventRecord(e1, s);
+      if (rc != 0 || !cuda_ok(cudaEventSynchronize(e1), "copy")) goto done;
+      float t = 0.0f;
+      cudaEventElapsedTime(&t, e0, e1);
+      if (it >= 0) ms[it] = t;
+    }
+    double g = 2.0 * (double)bytes / (median(ms, iters) * 1e6);
+    if (way == 0) *kernel_gbps = g;
+    else *memcpy_gbps = g;
+    if (g > best) best = g;
+  }
+done:
+  free(ms);
+  if (a) cudaFree(a);
+  if (b) cudaFree(b);
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  return best;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Output files
+ * --------------------------------------------------------------------------------------------- */
+
+static int write_results(const char *path, const results *rs, const char *device, double copy_gbps, const char *date) {
+  size_t n = strlen(path);
+  int json = n >= 5 && strcmp(path + n - 5, ".json") == 0;
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    cli_error(CMD, "%s: cannot write (%s)", tmp, strerror(errno));
+    return 1;
+  }
+  if (json) {
+    fprintf(f, "{\"device\": \"%s\", \"date\": \"%s\", \"copy_gbps\": %.1f, \"rows\": [\n", device, date, copy_gbps);
+  } else {
+    fprintf(f, "# replayssm bench kernels; device %s; %s; copy bandwidth %.1f GB/s\n", device, date, copy_gbps);
+    fprintf(f,
+            "part,shape,kind,config,variant,B,L,T,a,copies,us,us_nonflush,us_flush,model_bytes,gbps,pct_copy,"
+            "rel_conv,model_ratio,model_ratio_paper,check\n");
+  }
+  for (int i = 0; i < rs->n; i++) {
+    const result *r = &rs->r[i];
+    if (json)
+      fprintf(f,
+              "  {\"part\": \"%s\", \"shape\": \"%s\", \"kind\": \"%s\", \"config\": \"%s\", \"variant\": \"%s\", "
+              "\"B\": %d, \"L\": %d, \"T\": %d, \"a\": %d, \"copies\": %d, \"us\": %.3f, \"us_nonflush\": %.3f, "
+              "\"us_flush\": %.3f, \"model_bytes\": %.0f, \"gbps\": %.2f, \"pct_copy\": %.2f, \"rel_conv\": %.4f, "
+              "\"model_ratio\": %.4f, \"model_ratio_paper\": %.4f, \"check\": \"%s\"}%s\n",
+              r->part, r->shape, r->kind, r->config, r->variant, r->B, r->L, r->T, r->a, r->copies, r->us,
+              r->us_nonflush, r->us_flush, r->model_bytes, r->gbps, r->pct_copy, r->rel_conv, r->model_ratio,
+              r->model_ratio_paper, r->check, i + 1 < rs->n ? "," : "");
+    else
+      fprintf(f, "%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.0f,%.2f,%.2f,%.4f,%.4f,%.4f,%s\n", r->part,
+              r->shape, r->kind, r->config, r->variant, r->B, r->L, r->T, r->a, r->copies, r->us, r->us_nonflush,
+              r->us_flush, r->model_bytes, r->gbps, r->pct_copy, r->rel_conv, r->model_ratio, r->model_ratio_paper,
+              r->check);
+  }
+  if (json) fprintf(f, "]}\n");
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    cli_error(CMD, "%s: write failed (%s)", path, strerror(errno));
+    remove(tmp);
+    return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Command line
+ * --------------------------------------------------------------------------------------------- */
+
+static void print_help(void) {
+  printf("usage: " USAGE "\n"
+         "\n"
+         "Times the GPU SSM kernels (src/ssm_cuda) on the paper's four shapes: nano\n"
+         "(Nemotron-3-Nano-4B, Mamba-2 H=96 dv=80 dk=128 G=8), super (Nemotron-3-Super-120B,\n"
+         "128/64/128/8), qwen4b (Qwen3.5-4B, GDN Hv=32 Hk=16 dv=dk=128), qwen122b (Qwen3.5-122B,\n"
+         "Hv=64). Every timed configuration is first checked bit for bit against the CPU engine on a\n"
+         "small batch of desynchronised rows; a failed check is reported and that configuration is\n"
+         "not timed. Times are medians of CUDA-event timings of graph replays after warm-up, with\n"
+         "enough state copies in rotation to exceed 2.5 x L2. docs/bench-kernels.md has the method\n"
+         "and the byte model.\n"
+         "\n"
+         "  --shapes LIST    nano,super,qwen4b,qwen122b (default all)\n"
+         "  --batches LIST   batch sizes of the standard-decoding sweep (default\n"
+         "                   1,2,4,8,16,32,64,128,256,512)\n"
+         "  --parts LIST     std,window,spec,lp,skip (default all)\n"
+         "  --iters N        timed replays per measurement (default 15)\n"
+         "  --warmup N       untimed replays first (default 3)\n"
+         "  --check-batch N  rows of each bit-identity check (default 6)\n"
+         "  --skip-threshold X  Appendix F decay threshold (default 1e-3)\n"
+         "  --quick          batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays\n"
+         "  --out FILE       every measurement as CSV, or JSON when FILE ends in .json\n"
+         "\n"
+         "Exit status: 0 ran and every check passed; 1 a check failed or a CUDA error; 2 bad\n"
+         "usage, a build without CUDA, or no CUDA device.\n");
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  memset(o, 0, sizeof *o);
+  static const int def_b[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  static const int def_w[] = {4, 8, 16, 32, 64};
+  static const int def_t[] = {1, 2, 4, 6, 8};
+  static const char *def_f[] = {"fp32", "bf16", "fp16", "fp8", "nvfp4", "mxfp4"};
+  o->nbatches = 10;
+  memcpy(o->batches, def_b, sizeof def_b);
+  o->nwindows = 5;
+  memcpy(o->windows, def_w, sizeof def_w);
+  o->ndrafts = 5;
+  memcpy(o->drafts, def_t, sizeof def_t);
+  o->nlp = 6;
+  for (int i = 0; i < 6; i++) o->lp_formats[i] = def_f[i];
+  o->parts = P_STD | P_WINDOW | P_SPEC | P_LP | P_SKIP;
+  o->iters = 15;
+  o->warmup = 3;
+  o->check_batch = 6;
+  o->skip_threshold = 1e-3;
+  o->nshapes = N_SHAPES;
+  for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
+  const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    int m;
+    if (strcmp(argv[i], "--quick") == 0) {
+      o->quick = 1;
+      continue;
+    }
+#define OPT(name, dst)                                                  \
+  if ((m = cli_option_value(argc, argv, &i, name, &v)) != 0) {          \
+    if (m < 0) {                                                        \
+      cli_error(CMD, "%s needs a value (see --help)", name);            \
+      return 2;                                                         \
+    }                                                                   \
+    dst = v;                                                            \
+    continue;                                                           \
+  }
+    OPT("--shapes", shapes)
+    OPT("--batches", batches)
+    OPT("--parts", parts)
+    OPT("--iters", iters)
+    OPT("--warmup", warm)
+    OPT("--check-batch", cb)
+    OPT("--skip-threshold", thr)
+    OPT("--out", o->out)
+#undef OPT
+    cli_error(CMD, "unknown argument '%s' (see replayssm bench kernels --help)", argv[i]);
+    return 2;
+  }
+  if (o->quick) {
+    o->nbatches = 2;
+    o->batches[0] = 1;
+    o->batches[1] = 256;
+    o->nwindows = 3;
+    o->windows[0] = 8;
+    o->windows[1] = 16;
+    o->windows[2] = 32;
+    o->ndrafts = 2;
+    o->drafts[0] = 1;
+    o->drafts[1] = 8;
+    o->nlp = 2;
+    o->lp_formats[1] = "nvfp4";
+    o->iters = 5;
+    o->warmup = 2;
+  }
+  if (shapes) {
+    o->nshapes = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", shapes);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      int found = -1;
+      for (int s = 0; s < N_SHAPES; s++)
+        if (strcmp(t, all_shapes[s].key) == 0) found = s;
+      if (found < 0 || o->nshapes == N_SHAPES) {
+        cli_error(CMD, "--shapes: '%s' (expected a list of nano, super, qwen4b, qwen122b)", t);
+        return 2;
+      }
+      o->shapes[o->nshapes++] = found;
+    }
+    if (o->nshapes == 0) {
+      cli_error(CMD, "--shapes: empty list (expected nano, super, qwen4b, qwen122b)");
+      return 2;
+    }
+  }
+  if (batches && (o->nbatches = parse_int_list(batches, o->batches)) < 0) {
+    cli_error(CMD, "--batches '%s': expected a comma-separated list of batch sizes 1..65535", batches);
+    return 2;
+  }
+  for (int i = 0; i < o->nbatches; i++)
+    if (o->batches[i] > 65535) {
+      cli_error(CMD, "--batches: %d > 65535", o->batches[i]);
+      return 2;
+    }
+  if (parts) {
+    o->parts = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", parts);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (strcmp(t, "std") == 0) o->parts |= P_STD;
+      else if (strcmp(t, "window") == 0) o->parts |= P_WINDOW;
+      else if (strcmp(t, "spec") == 0) o->parts |= P_SPEC;
+      else if (strcmp(t, "lp") == 0) o->parts |= P_LP;
+      else if (strcmp(t, "skip") == 0) o->parts |= P_SKIP;
+      else {
+        cli_error(CMD, "--parts: '%s' (expected a list of std, window, spec, lp, skip)", t);
+        return 2;
+      }
+    }
+    if (!o->parts) {
+      cli_error(CMD, "--parts: empty list (expected std, window, spec, lp, skip)");
+      return 2;
+    }
+  }
+  int one[MAX_LIST];
+  if (iters) {
+    if (parse_int_list(iters, one) != 1 || one[0] > 10000) {
+      cli_error(CMD, "--iters '%s': expected a count 1..10000", iters);
+      return 2;
+    }
+    o->iters = one[0];
+  }
+  if (warm) {
+    if (strcmp(warm, "0") == 0) o->warmup = 0;
+    else if (parse_int_list(warm, one) != 1 || one[0] > 10000) {
+      cli_error(CMD, "--warmup '%s': expected a count 0..10000", warm);
+      return 2;
+    } else o->warmup = one[0];
+  }
+  if (cb) {
+    if (parse_int_list(cb, one) != 1 || one[0] > 64) {
+      cli_error(CMD, "--check-batch '%s': expected 1..64 rows", cb);
+      return 2;
+    }
+    o->check_batch = one[0];
+  }
+  if (thr) {
+    char *end;
+    errno = 0;
+    double x = strtod(thr, &end);
+    if (*end || errno || !(x > 0.0 && x < 1.0)) {
+      cli_error(CMD, "--skip-threshold '%s': expected a number in (0, 1)", thr);
+      return 2;
+    }
+    o->skip_threshold = x;
+  }
+  if (o->out && !*o->out) {
+    cli_error(CMD, "--out: empty file name");
+    return 2;
+  }
+  return 0;
+}
+
+int bench_kernels_main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      print_help();
+      return 0;
+    }
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc != 0) return rc;
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess || ndev < 1) {
+    cli_error(CMD, "no CUDA device (cudaGetDeviceCount: %s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 2;
+  }
+  struct cudaDeviceProp prop;
+  if (!cuda_ok(cudaGetDeviceProperties(&prop, 0), "device properties")) return 1;
+  time_t now = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+  int drv = 0, rtv = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rtv);
+  printf("replayssm bench kernels: %s, %d SMs, %.0f MiB, L2 %d MiB, driver %d, runtime %d; %s\n", prop.name,
+         prop.multiProcessorCount, (double)prop.totalGlobalMem / 1048576.0, prop.l2CacheSize >> 20, drv, rtv, date);
+  double kg = 0.0, mg = 0.0;
+  double copy = copy_bandwidth(o.iters < 10 ? 10 : o.iters, &kg, &mg);
+  if (copy <= 0.0) return 1;
+  printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
+         kg, mg, copy);
+  printf("timing: median of %d graph replays after %d warm-up; checks on %d rows\n", o.iters, o.warmup,
+         o.check_batch);
+  fflush(stdout);
+
+  static checks ck;
+  memset(&ck, 0, sizeof ck);
+  ck.batch = o.check_batch;
+  results rs = {NULL, 0, 0};
+  static bench bn;
+  memset(&bn, 0, sizeof bn);
+  bn.o = &o;
+  bn.rs = &rs;
+  bn.ck = &ck;
+  bn.copy_gbps = copy;
+  char dev[300];
+  snprintf(dev, sizeof dev, "%s", prop.name);
+  for (char *p = dev; *p; p++)
+    if (*p == '"' || *p == ',') *p = ' ';
+  /* part by part over all shapes, the file rewritten after each measurement group, so that a run
+     cut short (a time limit) still leaves every finished table */
+  static void (*const part_fn[5])(bench *, int) = {part_std, part_window, part_spec, part_lp, part_skip};
+  static const int part_bit[5] = {P_STD, P_WINDOW, P_SPEC, P_LP, P_SKIP};
+  rc = 0;
+  for (int p = 0; p < 5 && rc == 0; p++) {
+    if (!(o.parts & part_bit[p])) continue;
+    for (int i = 0; i < o.nshapes && rc == 0; i++) {
+      part_fn[p](&bn, o.shapes[i]);
+      if (o.out && write_results(o.out, &rs, dev, copy, date) != 0) rc = 1;
+    }
+  }
+  if (o.out && rc == 0) printf("\nwrote %d rows to %s\n", rs.n, o.out);
+  printf("%s: %d check(s) failed%s\n", ck.failures || bn.cuda_failed ? "FAIL" : "PASS", ck.failures,
+         bn.cuda_failed ? ", and a CUDA error (see above)" : "");
+  free(rs.r);
+  if (ck.failures || bn.cuda_failed) rc = 1;
+  return rc;
+}
