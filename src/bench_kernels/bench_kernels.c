@@ -757,7 +757,7 @@ static void part_skip(bench *bn, int si) {
   printf("\n== Appendix F: checkpoint reads skippable at gamma_h < %.3g, L = %d, B = %d: %s\n", thr, L, B,
          sh->name);
   printf("%-28s %14s %14s %10s\n", "decay distribution", "ckpt MB/step", "saved MB/step", "saved %");
-  const char *names[2] = {"U(0.9, 0.9999) (timing)", "1 - 10^-U(0.5, 4) (check)"};
+  const char *names[2] = {"alpha~U(0.9:0.9999) timing", "alpha=1-10^-U(0.5:4) check"}; /* no commas: CSV */
   for (int dist = 0; dist < 2; dist++) {
     /* per head sample: the mean over non-flush steps h = 1..L-1 of [gamma_h < thr]; a
        deterministic low-discrepancy sample of decays, one per step */
@@ -1066,6 +1066,8 @@ int bench_kernels_main(int argc, char **argv) {
       print_help();
       return 0;
     }
+  /* line-buffered, so that a run stopped by a time limit keeps every finished line */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc != 0) return rc;
