@@ -182,7 +182,7 @@ Test(experiment, sweeps_expand_and_text_round_trips) {
 Test(experiment, shipped_experiments_parse) {
   const char *files[] = {"quickstart.ini", "paper_kl_vs_length.ini", "paper_window_sweep.ini",
                          "paper_rtn_vs_sr.ini"};
-  const int nconf[] = {5, 8, 1 + 10 + 5, 1 + 14 + 14};
+  const int nconf[] = {5, 8, 1 + 5 + 5, 1 + 14 + 14};
   static experiment e;
   char path[TPATH_MAX], err[1024];
   for (int i = 0; i < 4; i++) {
