@@ -1,0 +1,896 @@
+/* `replayssm bench e2e` (bench_e2e.h, docs/gpu-runtime.md "bench e2e").
+ *
+ * For a model (a Hugging Face directory, or random weights at the shape of a config.json) and
+ * every K of --streams and every configuration set of --configs: one mc_batch of R = C x K rows
+ * (C configurations of the set times K token streams), W untimed warm-up steps (the first one
+ * captures the CUDA Graph), then N timed steps in blocks; each step is the run engine's
+ * teacher-forced step (K tokens in, per-row metrics against configuration 0 out, one host
+ * synchronisation). Reported: the median over blocks of the time per step, streams per second =
+ * R / (time per step), and the byte model of docs/gpu-runtime.md (weights + SSM state traffic +
+ * KV read per step) against the device-to-device copy bandwidth measured in the same process.
+ * Optional isolated measurements (--micro on, the default for --shape) of the step's GEMMs
+ * (cuBLAS, the model's shapes on tiles of MC_ROW_TILE rows, fp32 SGEMM and bf16 GemmEx) and of
+ * the SSM engine (ssm_cuda_step at B = K per configuration) split the step time. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "quant/format.h"
+#include "src/bench_e2e/bench_e2e.h"
+#include "src/cli/cli_util.h"
+#include "src/io/status.h"
+#include "src/model/model.h"
+#include "src/model/model_random.h"
+#include "src/model_cuda/mc_model.h"
+#include "src/ssm/ssm_config.h"
+
+#ifdef RSSM_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "src/ssm_cuda/ssm_cuda.h"
+#endif
+
+#define CMD "bench e2e"
+#define USAGE                                                                                  \
+  "replayssm bench e2e (--model DIR | --shape qwen3.5-4b|nemotron-3-nano-4b|DIR) "            \
+  "[--streams K1,K2,..] [--configs 'CFG;CFG;..']... [--steps N] [--warmup W] [--block B] "    \
+  "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--seed S] [--threads N] "            \
+  "[--label NAME] [--out FILE.csv]"
+
+#define MAX_SETS 16
+#define MAX_STREAMS 16
+#define MAX_CFG 16
+
+static void print_help(void) {
+  printf("usage: " USAGE "\n"
+         "\n"
+         "Teacher-forced decoding throughput of the GPU runtime (docs/gpu-runtime.md).\n"
+         "\n"
+         "  --model DIR     a Hugging Face model directory (config.json + safetensors)\n"
+         "  --shape S       random weights (src/model/model_random.h) at the shape of\n"
+         "                  bench/configs/S/config.json (qwen3.5-4b, nemotron-3-nano-4b; paths\n"
+         "                  relative to the working directory) or of DIR/config.json\n"
+         "  --streams LIST  token streams K per batch, comma separated (default 16,64)\n"
+         "  --configs SET   one batch's configurations, ';' separated (SPEC 6 strings, no spec);\n"
+         "                  repeat for more sets. Rows R = C x K. Default: 'conventional\n"
+         "                  state=fp32' and, with --model, also 'conventional state=fp32;replay\n"
+         "                  L=16 ckpt=fp32'\n"
+         "  --steps N       timed steps (default 64), in blocks of --block B (default 8);\n"
+         "                  the reported time per step is the median over blocks\n"
+         "  --warmup W      untimed steps first (default 8; the first captures the CUDA Graph)\n"
+         "  --gemm P        fp32 (default): fp32 weights, cublasSgemm without TF32; bf16: bf16\n"
+         "                  weights, activations rounded to bf16 at GEMM input, fp32\n"
+         "                  accumulation and output\n"
+         "  --graph on|off  replay each step from a CUDA Graph (default on)\n"
+         "  --micro on|off  also time the step's GEMMs and SSM engine alone (default: on with\n"
+         "                  --shape, off with --model)\n"
+         "  --seed S        seed of the random weights and tokens (default 1)\n"
+         "  --threads N     threads filling random weights (default: all cores)\n"
+         "  --label NAME    model name in the output (default: the directory or shape name)\n"
+         "  --out FILE      append one CSV row per batch (header when the file is new)\n"
+         "\n"
+         "streams/s = R x steps / seconds: every row (stream x configuration) decodes one token\n"
+         "per step. Byte model per step: weights (as stored for the GEMMs) + SSM state read and\n"
+         "write in each configuration's format + conv windows + K/V read up to the position;\n"
+         "fraction = (bytes / copy bandwidth) / time per step, the copy bandwidth being\n"
+         "2 x bytes / time of a device-to-device cudaMemcpy of 1 GiB measured in this process.\n"
+         "exit status: 0 ok, 2 bad usage or no CUDA device, 1 CUDA or I/O failure\n");
+}
+
+typedef struct {
+  const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *seed,
+      *threads, *label, *out;
+  const char *sets[MAX_SETS];
+  int nsets, help;
+} bench_args;
+
+static int parse_args(int argc, char **argv, bench_args *a) {
+  memset(a, 0, sizeof *a);
+  struct {
+    const char *name;
+    const char **slot;
+  } opts[] = {{"--model", &a->model_dir}, {"--shape", &a->shape},     {"--streams", &a->streams},
+              {"--steps", &a->steps},     {"--warmup", &a->warmup},   {"--block", &a->block},
+              {"--gemm", &a->gemm},       {"--graph", &a->graph},     {"--micro", &a->micro},
+              {"--seed", &a->seed},       {"--threads", &a->threads}, {"--label", &a->label},
+              {"--out", &a->out}};
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      a->help = 1;
+      continue;
+    }
+    const char *v;
+    int r = cli_option_value(argc, argv, &i, "--configs", &v);
+    if (r < 0) {
+      cli_error(CMD, "option --configs needs a value (usage: " USAGE ")");
+      return 2;
+    }
+    if (r > 0) {
+      if (a->nsets == MAX_SETS) {
+        cli_error(CMD, "more than %d --configs sets", MAX_SETS);
+        return 2;
+      }
+      a->sets[a->nsets++] = v;
+      continue;
+    }
+    int matched = 0;
+    for (size_t o = 0; o < sizeof opts / sizeof opts[0] && !matched; o++) {
+      r = cli_option_value(argc, argv, &i, opts[o].name, &v);
+      if (r == 0) continue;
+      if (r < 0) {
+        cli_error(CMD, "option %s needs a value (usage: " USAGE ")", arg);
+        return 2;
+      }
+      if (*opts[o].slot) {
+        cli_error(CMD, "%s given twice (usage: " USAGE ")", opts[o].name);
+        return 2;
+      }
+      *opts[o].slot = v;
+      matched = 1;
+    }
+    if (!matched) {
+      cli_error(CMD, "unknown argument '%s' (usage: " USAGE ")", arg);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static int parse_count(const char *text, const char *what, int64_t lo, int64_t hi, int64_t *out) {
+  uint64_t u = 0;
+  if (cli_parse_u64(text, &u) != 0 || u < (uint64_t)lo || u > (uint64_t)hi) {
+    cli_error(CMD, "%s '%s' (expected an integer in [%" PRId64 ", %" PRId64 "])", what, text, lo,
+              hi);
+    return -1;
+  }
+  *out = (int64_t)u;
+  return 0;
+}
+
+static int parse_onoff(const char *text, const char *what, int def, int *out) {
+  if (!text) {
+    *out = def;
+    return 0;
+  }
+  if (strcmp(text, "on") == 0) *out = 1;
+  else if (strcmp(text, "off") == 0) *out = 0;
+  else {
+    cli_error(CMD, "%s '%s' (expected on or off)", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+/* One configuration set: C parsed configurations. */
+typedef struct {
+  ssm_config cfg[MAX_CFG];
+  int C;
+  char label[1024]; /* the configurations' names joined by '|' */
+} config_set;
+
+static int parse_set(const char *text, config_set *s) {
+  memset(s, 0, sizeof *s);
+  char buf[2048];
+  if (strlen(text) >= sizeof buf) {
+    cli_error(CMD, "--configs longer than %zu characters", sizeof buf - 1);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", text);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+    while (*tok == ' ') tok++;
+    if (!*tok) continue;
+    if (s->C == MAX_CFG) {
+      cli_error(CMD, "more than %d configurations in one --configs set", MAX_CFG);
+      return -1;
+    }
+    char err[256];
+    if (ssm_config_parse(tok, &s->cfg[s->C], err, sizeof err) != 0) {
+      cli_error(CMD, "--configs: '%s': %s", tok, err);
+      return -1;
+    }
+    if (s->cfg[s->C].strategy == SSM_SPEC) {
+      cli_error(CMD, "--configs: '%s': spec configurations are not supported on the GPU yet", tok);
+      return -1;
+    }
+    size_t n = strlen(s->label);
+    snprintf(s->label + n, sizeof s->label - n, "%s%s", n ? "|" : "", s->cfg[s->C].name);
+    s->C++;
+  }
+  if (s->C == 0) {
+    cli_error(CMD, "--configs '%s' holds no configuration", text);
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ byte model ------------- */
+
+/* Floats of the model that the GEMMs read (each projection once per tile of rows), of the MoE
+ * experts, and of everything else (norms, conv weights, gates: read by element-wise kernels). */
+typedef struct {
+  int64_t rows[64], cols[64], count[64]; /* distinct GEMM shapes [nshape] */
+  int nshape;
+  int64_t gemm_floats, expert_floats, other_floats;
+} weight_model;
+
+static void add_shape(weight_model *w, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  w->gemm_floats += rows * cols;
+  for (int i = 0; i < w->nshape; i++)
+    if (w->rows[i] == rows && w->cols[i] == cols) {
+      w->count[i]++;
+      return;
+    }
+  if (w->nshape < 64) {
+    w->rows[w->nshape] = rows;
+    w->cols[w->nshape] = cols;
+    w->count[w->nshape++] = 1;
+  }
+}
+
+/* The GEMMs of one step, as mc_model.cu issues them (one per block input, one per block output,
+ * the MoE router / latent / shared-expert GEMMs, the lm_head). */
+static void weights_of(const model *m, weight_model *w) {
+  memset(w, 0, sizeof *w);
+  const model_config *c = &m->cfg;
+  const int64_t H = c->H;
+  for (int i = 0; i < m->nblocks; i++) {
+    const model_block_w *b = &m->blocks[i];
+    switch (b->kind) {
+      case BK_GDN: {
+        const int64_t cd = 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv,
+                      vd = c->gdn_hv * c->gdn_dv;
+        add_shape(w, cd + vd + 2 * c->gdn_hv, H);
+        add_shape(w, H, vd);
+        break;
+      }
+      case BK_MAMBA2: {
+        const int64_t di = c->m_heads * c->m_head_dim, cd = di + 2 * c->m_groups * c->m_state;
+        add_shape(w, di + cd + c->m_heads, H);
+        add_shape(w, H, di);
+        break;
+      }
+      case BK_QATTN:
+      case BK_NATTN: {
+        const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+        add_shape(w, (b->kind == BK_QATTN ? 2 * qd : qd) + 2 * kvd, H);
+        add_shape(w, H, qd);
+        break;
+      }
+      case BK_SWIGLU:
+      case BK_RELU2:
+        add_shape(w, b->kind == BK_SWIGLU ? 2 * b->mlp.I : b->mlp.I, H);
+        add_shape(w, H, b->mlp.I);
+        break;
+      case BK_QMOE:
+      case BK_NMOE: {
+        const moe_weights *e = &b->moe;
+        const int64_t E = c->n_experts, I = c->moe_inter;
+        add_shape(w, E + (e->shared_gate ? 1 : 0), H);
+        if (e->fc1_latent) {
+          add_shape(w, e->Din, H);
+          add_shape(w, H, e->Din);
+        }
+        if (e->shared.I > 0) {
+          add_shape(w, e->shared.w_gate ? 2 * e->shared.I : e->shared.I, H);
+          add_shape(w, H, e->shared.I);
+        }
+        w->expert_floats += (e->w_gate ? 3 : 2) * E * I * e->Din;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  add_shape(w, c->V, H); /* lm_head (the embedding itself when tied) */
+  const int64_t embed = m->lm_head == m->embed ? 0 : c->V * c->H; /* gathered, not streamed */
+  w->other_floats = m->n_params - w->gemm_floats - w->expert_floats - embed;
+  if (w->other_floats < 0) w->other_floats = 0;
+}
+
+typedef struct {
+  double weight, state, kv, total; /* bytes per step */
+} byte_model;
+
+/* State bytes of one row of one SSM layer per step for configuration f (docs/gpu-runtime.md):
+ * conventional: the state read and written in its format; replay: the checkpoint read at every
+ * step, plus its rewrite and a second read at each flush (every L steps); the ring of records
+ * (< 2% at the 4B shapes) is not counted. */
+static double ssm_row_bytes(const ssm_config *f, int64_t heads, int64_t dv, int64_t dk) {
+  qlayout a, b;
+  if (f->strategy == SSM_CONVENTIONAL) {
+    if (qlayout_of(&f->state, dv, dk, &a) != 0) return 0;
+    return 2.0 * (double)heads * (double)a.bytes_per_matrix;
+  }
+  if (!f->split) {
+    if (qlayout_of(&f->ckpt, dv, dk, &a) != 0) return 0;
+    return (double)heads * (double)a.bytes_per_matrix * (1.0 + 2.0 / f->L);
+  }
+  if (qlayout_of(&f->hp, dv, dk, &a) != 0 || qlayout_of(&f->lp, dv, dk, &b) != 0) return 0;
+  return (double)heads *
+         ((double)b.bytes_per_matrix + (2.0 * (double)a.bytes_per_matrix +
+                                        2.0 * (double)b.bytes_per_matrix) / f->L);
+}
+
+static byte_model bytes_per_step(const model *m, const weight_model *w, int wbytes,
+                                 const config_set *s, int K, double mean_pos) {
+  const model_config *c = &m->cfg;
+  const int R = s->C * K;
+  byte_model b;
+  memset(&b, 0, sizeof b);
+  b.weight = (double)w->gemm_floats * wbytes + 4.0 * (double)(w->expert_floats + w->other_floats) +
+             4.0 * (double)R * (double)c->H;
+  for (int i = 0; i < m->nblocks; i++) {
+    const int kind = m->blocks[i].kind;
+    if (kind == BK_GDN || kind == BK_MAMBA2) {
+      const int gdn = kind == BK_GDN;
+      const int64_t heads = gdn ? c->gdn_hv : c->m_heads, dv = gdn ? c->gdn_dv : c->m_head_dim,
+                    dk = gdn ? c->gdn_dk : c->m_state;
+      const int64_t cd = gdn ? 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv
+                             : c->m_heads * c->m_head_dim + 2 * c->m_groups * c->m_state;
+      const int64_t kc = gdn ? c->gdn_kernel : c->m_kernel;
+      for (int ci = 0; ci < s->C; ci++) b.state += (double)K * ssm_row_bytes(&s->cfg[ci], heads, dv, dk);
+      b.state += (double)R * 2.0 * 4.0 * (double)((kc - 1) * cd); /* conv window read + write */
+    } else if (kind == BK_QATTN || kind == BK_NATTN) {
+      const double kvd = (double)(c->n_kv_heads * c->head_dim);
+      b.kv += (double)R * 2.0 * 4.0 * kvd * (mean_pos + 2.0); /* K, V rows 0..pos read, one written */
+    }
+  }
+  b.total = b.weight + b.state + b.kv;
+  return b;
+}
+
+/* ------------------------------------------------------------------ helpers ---------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v /* [n], sorted in place */, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* MemAvailable of /proc/meminfo in bytes, or -1 */
+static int64_t host_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  int64_t kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %" SCNd64 " kB", &kb) == 1) break;
+  fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+static uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  if (s && s[1]) return s + 1;
+  if (s) { /* trailing slash: the component before it */
+    static char buf[256];
+    size_t n = (size_t)(s - p);
+    const char *q = p + n;
+    while (q > p && q[-1] != '/') q--;
+    snprintf(buf, sizeof buf, "%.*s", (int)(p + n - q), q);
+    return buf;
+  }
+  return p;
+}
+
+/* ------------------------------------------------------------------ the measurement -------- */
+
+#ifdef RSSM_HAVE_CUDA
+
+/* 2 x bytes / time of a device-to-device copy of `bytes` (median of 9 after one warm-up), in
+ * bytes per second; 0 when the buffers cannot be allocated. */
+static double copy_bandwidth(int64_t bytes) {
+  void *a = NULL, *b = NULL;
+  cudaStream_t s = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double bw = 0;
+  if (cudaMalloc(&a, (size_t)bytes) == cudaSuccess && cudaMalloc(&b, (size_t)bytes) == cudaSuccess &&
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+      cudaMemsetAsync(a, 1, (size_t)bytes, s) == cudaSuccess) {
+    double t[9];
+    int ok = cudaMemcpyAsync(b, a, (size_t)bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+    for (int i = 0; ok && i < 9; i++) {
+      float ms = 0;
+      ok = cudaEventRecord(e0, s) == cudaSuccess &&
+           cudaMemcpyAsync(b, a, (size_t)bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess &&
+           cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+           cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+      t[i] = (double)ms * 1e-3;
+    }
+    if (ok) bw = 2.0 * (double)bytes / median(t, 9);
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  cudaFree(a);
+  cudaFree(b);
+  cudaGetLastError();
+  return bw;
+}
+
+/* Seconds of one cuBLAS call Y[64][rows] = X[64][cols] W[rows][cols]^T as mc_model.cu issues it
+ * (CUBLAS_OP_T, CUBLAS_OP_N, m = rows, n = MC_ROW_TILE, k = cols), median of 10 after 3 warm-ups.
+ * bf16: W and X bf16, fp32 accumulation and output (cublasGemmEx, CUBLAS_COMPUTE_32F). Returns -1
+ * when it cannot run. */
+static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t cols, int bf16) {
+  const size_t es = bf16 ? 2 : 4;
+  void *W = NULL, *X = NULL;
+  float *Y = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double out = -1;
+  if (cudaMalloc(&W, (size_t)(rows * cols) * es) == cudaSuccess &&
+      cudaMalloc(&X, (size_t)(MC_ROW_TILE * cols) * es) == cudaSuccess &&
+      cudaMalloc((void **)&Y, (size_t)(MC_ROW_TILE * rows) * sizeof(float)) == cudaSuccess &&
+      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+      cudaMemsetAsync(W, 0x3c, (size_t)(rows * cols) * es, s) == cudaSuccess && /* ~0.0115 */
+      cudaMemsetAsync(X, 0x3c, (size_t)(MC_ROW_TILE * cols) * es, s) == cudaSuccess) {
+    const float one = 1.0f, zero = 0.0f;
+    double t[10];
+    int ok = 1;
+    for (int i = 0; ok && i < 13; i++) {
+      if (i >= 3) ok = cudaEventRecord(e0, s) == cudaSuccess;
+      cublasStatus_t st;
+      if (bf16)
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, W,
+                          CUDA_R_16BF, (int)cols, X, CUDA_R_16BF, (int)cols, &zero, Y, CUDA_R_32F,
+                          (int)rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      else
+        st = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one,
+                         (const float *)W, (int)cols, (const float *)X, (int)cols, &zero, Y,
+                         (int)rows);
+      ok = ok && st == CUBLAS_STATUS_SUCCESS;
+      if (ok && i >= 3) {
+        float ms = 0;
+        ok = cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+             cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+        t[i - 3] = (double)ms * 1e-3;
+      }
+    }
+    if (ok) out = median(t, 10);
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  cudaFree(W);
+  cudaFree(X);
+  cudaFree(Y);
+  cudaGetLastError();
+  return out;
+}
+
+typedef struct {
+  double gemm_s[2];   /* the step's GEMMs (fp32, bf16), summed from isolated calls; -1 unknown */
+  double gemm_tflops[2]; /* their rate */
+  double ssm_s;       /* the step's ssm_cuda_step calls (every SSM layer, every configuration) */
+} micro_result;
+
+static void micro_gemms(const weight_model *w, int Rpad, micro_result *r) {
+  cublasHandle_t h = NULL;
+  cudaStream_t s = NULL;
+  r->gemm_s[0] = r->gemm_s[1] = -1;
+  r->gemm_tflops[0] = r->gemm_tflops[1] = 0;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+      cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, s) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetMathMode(h, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+    if (h) cublasDestroy(h);
+    if (s) cudaStreamDestroy(s);
+    return;
+  }
+  const int tiles = Rpad / MC_ROW_TILE;
+  for (int p = 0; p < 2; p++) {
+    double total = 0, flops = 0;
+    for (int i = 0; i < w->nshape && total >= 0; i++) {
+      const double t = time_gemm(h, s, w->rows[i], w->cols[i], p);
+      if (t < 0) total = -1;
+      else {
+        total += t * (double)(w->count[i] * tiles);
+        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * MC_ROW_TILE * (double)(w->count[i] * tiles);
+      }
+    }
+    r->gemm_s[p] = total;
+    r->gemm_tflops[p] = total > 0 ? flops / total * 1e-12 : 0;
+  }
+  cublasDestroy(h);
+  cudaStreamDestroy(s);
+}
+
+/* Mean seconds of ssm_cuda_step over 32 steps (after 3) for B rows of one layer of m's SSM kind
+ * under cfg, times the number of SSM layers; -1 when it cannot run. */
+static double micro_ssm(const model *m, const ssm_config *cfg, int B, uint64_t seed) {
+  const model_config *c = &m->cfg;
+  int kind = -1;
+  for (int i = 0; i < m->nblocks && kind < 0; i++)
+    if (m->blocks[i].kind == BK_GDN || m->blocks[i].kind == BK_MAMBA2) kind = m->blocks[i].kind;
+  if (kind < 0 || m->n_ssm == 0) return 0;
+  ssm_dims d;
+  if (kind == BK_GDN)
+    d = (ssm_dims){SSM_GDN, (int)c->gdn_hv, (int)c->gdn_dv, (int)c->gdn_dk, (int)c->gdn_hk};
+  else
+    d = (ssm_dims){SSM_MAMBA2, (int)c->m_heads, (int)c->m_head_dim, (int)c->m_state,
+                   (int)c->m_groups};
+  uint32_t *seqs = malloc((size_t)B * sizeof *seqs); /* [B] */
+  if (!seqs) return -1;
+  for (int b = 0; b < B; b++) seqs[b] = (uint32_t)b;
+  ssm_cuda_state st;
+  char err[256];
+  memset(&st, 0, sizeof st);
+  if (ssm_cuda_build(&st, cfg, &d, B, seed, 0, seqs, err, sizeof err) != 0) {
+    free(seqs);
+    fprintf(stderr, "replayssm " CMD ": SSM micro-benchmark skipped: %s\n", err);
+    return -1;
+  }
+  free(seqs);
+  const int64_t H = d.H, G = d.G, dv = d.dv, dk = d.dk;
+  float *alpha = NULL, *beta = NULL, *v = NULL, *k = NULL, *q = NULL, *o = NULL; /* device */
+  cudaStream_t s = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double out = -1;
+  if (cudaMalloc((void **)&alpha, (size_t)(B * H) * 4) == cudaSuccess &&     /* [B][H] */
+      cudaMalloc((void **)&beta, (size_t)(B * H) * 4) == cudaSuccess &&      /* [B][H] */
+      cudaMalloc((void **)&v, (size_t)(B * H * dv) * 4) == cudaSuccess &&    /* [B][H][dv] */
+      cudaMalloc((void **)&k, (size_t)(B * G * dk) * 4) == cudaSuccess &&    /* [B][G][dk] */
+      cudaMalloc((void **)&q, (size_t)(B * G * dk) * 4) == cudaSuccess &&    /* [B][G][dk] */
+      cudaMalloc((void **)&o, (size_t)(B * H * dv) * 4) == cudaSuccess &&    /* [B][H][dv] */
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+      cudaMemsetAsync(alpha, 0x3f, (size_t)(B * H) * 4, s) == cudaSuccess && /* ~0.747 */
+      cudaMemsetAsync(beta, 0x3f, (size_t)(B * H) * 4, s) == cudaSuccess &&
+      cudaMemsetAsync(v, 0x3c, (size_t)(B * H * dv) * 4, s) == cudaSuccess && /* ~0.0115 */
+      cudaMemsetAsync(k, 0x3c, (size_t)(B * G * dk) * 4, s) == cudaSuccess &&
+      cudaMemsetAsync(q, 0x3c, (size_t)(B * G * dk) * 4, s) == cudaSuccess) {
+    ssm_cuda_inputs in = {alpha, kind == BK_GDN ? beta : NULL, v, k, q};
+    int ok = 1;
+    for (int i = 0; ok && i < 3; i++) ok = ssm_cuda_step(&st, &in, NULL, o, s) == 0;
+    float ms = 0;
+    ok = ok && cudaEventRecord(e0, s) == cudaSuccess;
+    for (int i = 0; ok && i < 32; i++) ok = ssm_cuda_step(&st, &in, NULL, o, s) == 0;
+    ok = ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+    if (ok) out = (double)ms * 1e-3 / 32.0 * (double)m->n_ssm;
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  void *ps[] = {alpha, beta, v, k, q, o};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) cudaFree(ps[i]);
+  ssm_cuda_free(&st);
+  cudaGetLastError();
+  return out;
+}
+
+#endif /* RSSM_HAVE_CUDA */
+
+/* ------------------------------------------------------------------ the command ------------ */
+
+typedef struct {
+  int64_t warmup, steps, block;
+  int graph, micro, bf16;
+  uint64_t seed;
+  const char *label, *source, *out;
+} run_opts;
+
+static const char CSV_HEADER[] =
+    "model,source,gemm,graph,K,C,rows,configs,warmup,steps,ms_per_step,ms_per_step_min,"
+    "streams_per_s,weight_bytes,state_bytes,kv_bytes,bytes_per_step,copy_GBps,limit_ms,"
+    "fraction_of_limit,gemm_ms_fp32,gemm_ms_bf16,gemm_tflops_fp32,gemm_tflops_bf16,ssm_ms\n";
+
+static int append_csv(const char *path, const char *row) {
+  FILE *f = fopen(path, "a+");
+  if (!f) {
+    cli_error(CMD, "%s: cannot open for appending (%s)", path, strerror(errno));
+    return 1;
+  }
+  fseek(f, 0, SEEK_END);
+  int ok = 1;
+  if (ftell(f) == 0) ok = fputs(CSV_HEADER, f) >= 0;
+  ok = ok && fputs(row, f) >= 0;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok) {
+    cli_error(CMD, "%s: write failed", path);
+    return 1;
+  }
+  return 0;
+}
+
+int bench_e2e_main(int argc, char **argv) {
+  bench_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc;
+  if (a.help) {
+    print_help();
+    return 0;
+  }
+  if (!a.model_dir == !a.shape) {
+    cli_error(CMD, "give exactly one of --model DIR and --shape S (usage: " USAGE ")");
+    return 2;
+  }
+  run_opts o;
+  memset(&o, 0, sizeof o);
+  int64_t v64 = 0;
+  o.steps = 64;
+  o.warmup = 8;
+  o.block = 8;
+  o.seed = 1;
+  if (a.steps && parse_count(a.steps, "--steps", 1, 1 << 20, &o.steps)) return 2;
+  if (a.warmup && parse_count(a.warmup, "--warmup", 1, 1 << 24, &o.warmup)) return 2;
+  if (a.block && parse_count(a.block, "--block", 1, 1 << 20, &o.block)) return 2;
+  if (o.block > o.steps) o.block = o.steps;
+  if (a.seed && cli_parse_u64(a.seed, &o.seed) != 0) {
+    cli_error(CMD, "--seed '%s' (expected an unsigned integer)", a.seed);
+    return 2;
+  }
+  int threads = 0;
+  if (a.threads) {
+    if (parse_count(a.threads, "--threads", 1, 64, &v64)) return 2;
+    threads = (int)v64;
+  }
+  if (parse_onoff(a.graph, "--graph", 1, &o.graph) ||
+      parse_onoff(a.micro, "--micro", a.shape != NULL, &o.micro))
+    return 2;
+  int precs[2], nprec = 0; /* 0 fp32, 1 bf16, in the order given */
+  {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", a.gemm ? a.gemm : "fp32");
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      const int p = strcmp(t, "fp32") == 0 ? 0 : strcmp(t, "bf16") == 0 ? 1 : -1;
+      if (p < 0 || nprec == 2 || (nprec == 1 && precs[0] == p)) {
+        cli_error(CMD, "--gemm '%s' (expected fp32, bf16 or both, comma separated)", a.gemm);
+        return 2;
+      }
+      precs[nprec++] = p;
+    }
+    if (nprec == 0) {
+      cli_error(CMD, "--gemm '%s' (expected fp32, bf16 or both, comma separated)", a.gemm);
+      return 2;
+    }
+  }
+  int Ks[MAX_STREAMS], nK = 0;
+  {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", a.streams ? a.streams : "16,64");
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (nK == MAX_STREAMS) {
+        cli_error(CMD, "--streams: more than %d values", MAX_STREAMS);
+        return 2;
+      }
+      if (parse_count(t, "--streams value", 1, 4096, &v64)) return 2;
+      Ks[nK++] = (int)v64;
+    }
+    if (nK == 0) {
+      cli_error(CMD, "--streams '%s' holds no value", a.streams);
+      return 2;
+    }
+  }
+  static config_set sets[MAX_SETS];
+  int nsets = 0;
+  if (a.nsets == 0) {
+    a.sets[a.nsets++] = "conventional state=fp32";
+    if (a.model_dir) a.sets[a.nsets++] = "conventional state=fp32;replay L=16 ckpt=fp32";
+  }
+  for (int i = 0; i < a.nsets; i++)
+    if (parse_set(a.sets[i], &sets[nsets++])) return 2;
+
+  char err[1024] = "";
+  if (mc_device_check(err, sizeof err) != 0) {
+    cli_error(CMD, "%s", err);
+    return 2;
+  }
+#ifndef RSSM_HAVE_CUDA
+  return 2; /* mc_device_check refuses without CUDA; this is never reached */
+#else
+  for (int pi = 0; pi < nprec; pi++)
+    if (precs[pi] == 1) {
+      cli_error(CMD, "--gemm bf16: this build's GPU runtime has fp32 GEMMs only");
+      return 2;
+    }
+  /* ---- the model ---- */
+  char shape_dir[4096] = "";
+  model m;
+  memset(&m, 0, sizeof m);
+  double t0 = now_s();
+  if (a.model_dir) {
+    o.source = "checkpoint";
+    o.label = a.label ? a.label : base_name(a.model_dir);
+    rc = model_load(a.model_dir, &m, err, sizeof err);
+  } else {
+    o.source = "random";
+    const char *known[] = {"qwen3.5-4b", "nemotron-3-nano-4b"};
+    int is_known = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+      if (strcmp(a.shape, known[i]) == 0) is_known = 1;
+    snprintf(shape_dir, sizeof shape_dir, is_known ? "bench/configs/%s" : "%s", a.shape);
+    o.label = a.label ? a.label : base_name(shape_dir);
+    model_config probe;
+    rc = model_config_load(shape_dir, &probe, err, sizeof err);
+    if (rc == RSSM_OK) {
+      const int64_t need = model_random_floats(&probe) * 4;
+      const int64_t avail = host_available();
+      model_config_free(&probe);
+      if (avail >= 0 && need > avail - ((int64_t)1 << 30)) {
+        cli_error(CMD, "%s: random fp32 weights need %.1f GB of host memory, %.1f GB available",
+                  shape_dir, (double)need / 1e9, (double)avail / 1e9);
+        return 2;
+      }
+      rc = model_random_build(shape_dir, o.seed, threads, &m, err, sizeof err);
+    }
+  }
+  if (rc != RSSM_OK) {
+    cli_error(CMD, "%s", err);
+    return rc == RSSM_ERR_INPUT ? 2 : 1;
+  }
+  const model_config *c = &m.cfg;
+  printf("bench e2e: model %s (%s, %s): %.3f G parameters, %d blocks (%d SSM, %d attention), "
+         "H %" PRId64 ", V %" PRId64 "; %s in %.1f s\n",
+         o.label, o.source, c->model_type, (double)m.n_params * 1e-9, m.nblocks, m.n_ssm, m.n_attn,
+         c->H, c->V, a.model_dir ? "loaded" : "random weights built", now_s() - t0);
+  fflush(stdout);
+
+  /* ---- the copy bandwidth, before anything large is on the device ---- */
+  double bw = copy_bandwidth((int64_t)1 << 30);
+  if (bw <= 0) bw = copy_bandwidth((int64_t)1 << 26);
+  printf("bench e2e: device-to-device copy bandwidth %.1f GB/s (2 x bytes / time, cudaMemcpy of "
+         "1 GiB, median of 9)\n", bw * 1e-9);
+
+  weight_model wm;
+  weights_of(&m, &wm);
+  const int64_t nsteps = o.steps / o.block * o.block, nblocks = nsteps / o.block;
+  const int64_t total_steps = o.warmup + nsteps;
+  const int64_t V = c->V;
+  int status = 0;
+  /* the isolated measurements do not depend on the runtime's precision: made once per (K, set) */
+  static micro_result micro[MAX_STREAMS][MAX_SETS];
+
+  for (int pi = 0; pi < nprec && status == 0; pi++) {
+  o.bf16 = precs[pi];
+  const int wbytes = o.bf16 ? 2 : 4;
+  t0 = now_s();
+  mc_model *g = NULL;
+  rc = mc_model_upload(&m, &g, err, sizeof err);
+  if (rc != RSSM_OK) {
+    cli_error(CMD, "%s", err);
+    status = rc == RSSM_ERR_INPUT ? 2 : 1;
+    break;
+  }
+  printf("bench e2e: weights on the device: %.2f GB (GEMMs %s), uploaded in %.1f s\n",
+         (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32", now_s() - t0);
+  fflush(stdout);
+
+  for (int ki = 0; ki < nK && status == 0; ki++) {
+    const int K = Ks[ki];
+    /* tokens [K][total_steps + 1]: random ids, the target of step t is token t + 1 */
+    int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok);
+    int64_t *x = malloc((size_t)K * sizeof *x), *y = malloc((size_t)K * sizeof *y); /* [K] */
+    uint32_t *seqs = malloc((size_t)K * sizeof *seqs);                             /* [K] */
+    if (!tok || !x || !y || !seqs) {
+      cli_error(CMD, "out of host memory");
+      free(tok), free(x), free(y), free(seqs);
+      status = 1;
+      break;
+    }
+    for (int k = 0; k < K; k++) {
+      seqs[k] = (uint32_t)k;
+      for (int64_t t = 0; t <= total_steps; t++)
+        tok[(int64_t)k * (total_steps + 1) + t] =
+            (int64_t)(mix64(o.seed * 0x100000001b3ULL + (uint64_t)k * 1000003u + (uint64_t)t) %
+                      (uint64_t)V);
+    }
+    for (int si = 0; si < nsets && status == 0; si++) {
+      const config_set *s = &sets[si];
+      const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+      mc_batch *b = NULL;
+      mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
+      rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err, sizeof err)
+               : RSSM_ERR_IO;
+      if (rc != RSSM_OK) {
+        cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label,
+                  met ? err : "out of host memory");
+        free(met);
+        status = rc == RSSM_ERR_INPUT ? 2 : 1;
+        break;
+      }
+      mc_batch_use_graph(b, o.graph);
+      double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
+      double tmin = 1e30;
+      for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
+        const int64_t bi = t - o.warmup; /* index among the timed steps */
+        if (bi >= 0 && bi % o.block == 0) t0 = now_s();
+        for (int k = 0; k < K; k++) {
+          x[k] = tok[(int64_t)k * (total_steps + 1) + t];
+          y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+        }
+        rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
+        if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
+          const double per = (now_s() - t0) / (double)o.block;
+          blk[bi / o.block] = per;
+          if (per < tmin) tmin = per;
+        }
+      }
+      mc_batch_free(b);
+      free(met);
+      if (rc != RSSM_OK) {
+        cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label, err);
+        free(blk);
+        status = rc == RSSM_ERR_INPUT ? 2 : 1;
+        break;
+      }
+      const double tmed = median(blk, (int)nblocks);
+      free(blk);
+      /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
+      const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
+      const byte_model bm = bytes_per_step(&m, &wm, wbytes, s, K, mean_pos);
+      const double limit = bw > 0 ? bm.total / bw : 0;
+      micro_result mr = {{-1, -1}, {0, 0}, -1};
+      if (o.micro && pi > 0) mr = micro[ki][si];
+      else if (o.micro) {
+        micro_gemms(&wm, Rpad, &mr);
+        mr.ssm_s = 0;
+        for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
+          const double t = micro_ssm(&m, &s->cfg[ci], K, o.seed);
+          mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
+        }
+        micro[ki][si] = mr;
+      }
+      printf("bench e2e: %s K=%d C=%d rows=%d [%s] gemm=%s graph=%s: %.4f ms/step (min %.4f), "
+             "%.0f streams/s; bytes/step %.4g GB (weights %.4g, state %.4g, KV %.4g) -> limit "
+             "%.4f ms, %.1f%% of the byte limit\n",
+             o.label, K, s->C, R, s->label, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off",
+             tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.total * 1e-9, bm.weight * 1e-9,
+             bm.state * 1e-9, bm.kv * 1e-9, limit * 1e3, 100.0 * limit / tmed);
+      if (o.micro)
+        printf("bench e2e:   alone: GEMMs %.4f ms fp32 (%.1f TFLOP/s), %.4f ms bf16 (%.1f "
+               "TFLOP/s); SSM engine %.4f ms; the rest of the step %.4f ms\n",
+               mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
+               mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
+      fflush(stdout);
+      if (a.out) {
+        char row[4096], mic[3][32];
+        const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
+        for (int i = 0; i < 3; i++) { /* empty where not measured */
+          mic[i][0] = 0;
+          if (mv[i] >= 0) snprintf(mic[i], sizeof mic[i], "%.6f", mv[i] * 1e3);
+        }
+        snprintf(row, sizeof row,
+                 "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
+                 "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s\n",
+                 o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
+                 s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
+                 bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
+                 mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
+        if (append_csv(a.out, row)) status = 1;
+      }
+    }
+    free(tok), free(x), free(y), free(seqs);
+  }
+  mc_model_free(g);
+  }
+  model_free(&m);
+  return status;
+#endif
+}

@@ -1,0 +1,100 @@
+/* `replayssm bench e2e` without a GPU (the CPU machine of CI): one clear line and exit status 2,
+ * both for a machine without a device and for a build without CUDA; usage errors are exit 2 with
+ * one line; --help is exit 0. Runs the command's own program (replayssm_bench_e2e, the same
+ * bench_e2e_main) and, when this replayssm has the `bench` command, `replayssm bench e2e`. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tests/cli/cli_test_util.h"
+
+static const char *dir;
+
+static void setup(void) {
+  dir = tdir_make();
+  cr_assert(dir != NULL);
+}
+static void teardown(void) { tdir_remove(dir); }
+
+/* Runs argv; returns the exit status (-1 if not exited) and the stderr text in *err_text. */
+static int run(char *const argv[], char **err_text, char **out_text) {
+  char o[TPATH_MAX], e[TPATH_MAX];
+  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
+  *err_text = slurp(e, NULL);
+  if (out_text) *out_text = slurp(o, NULL);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int has_bench_command(void) {
+  char *argv[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"e2e", (char *)"--help", NULL};
+  char *e = NULL, *o = NULL;
+  int rc = run(argv, &e, &o);
+  int yes = rc == 0 && o && strstr(o, "bench e2e") != NULL;
+  free(e);
+  free(o);
+  return yes;
+}
+
+static void expect_no_device(char *const argv[]) {
+  char *e = NULL;
+  int rc = run(argv, &e, NULL);
+  cr_assert_eq(rc, 2, "exit status %d; stderr: %s", rc, e ? e : "");
+  cr_assert(e && is_one_line(e), "expected one line on stderr, got: %s", e ? e : "(null)");
+  cr_assert(strstr(e, "bench e2e") && (strstr(e, "no CUDA device") || strstr(e, "built without CUDA")),
+            "%s", e);
+  free(e);
+}
+
+TestSuite(bench_e2e_cli, .init = setup, .fini = teardown);
+
+Test(bench_e2e_cli, no_device_is_one_line_and_exit_2) {
+  if (getenv("RSSM_TEST_HAVE_GPU")) return; /* the GPU machine: the command would run */
+  char *a1[] = {(char *)RSSM_BENCH_BIN, (char *)"--model",
+                (char *)RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny", NULL};
+  expect_no_device(a1);
+  char *a2[] = {(char *)RSSM_BENCH_BIN, (char *)"--shape", (char *)"qwen3.5-4b", (char *)"--streams",
+                (char *)"64", NULL};
+  expect_no_device(a2);
+  if (has_bench_command()) {
+    char *a3[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"e2e", (char *)"--model",
+                  (char *)RSSM_SOURCE_DIR "/models/nemotronh-m2-tiny", NULL};
+    expect_no_device(a3);
+  }
+}
+
+Test(bench_e2e_cli, usage_errors_are_one_line_and_exit_2) {
+  const char *bad[][4] = {
+      {"--model", "x", "--shape", "y"},          /* both */
+      {"--model", "x", "--gemm", "tf32"},        /* unknown precision */
+      {"--model", "x", "--streams", "0"},        /* K >= 1 */
+      {"--model", "x", "--configs", "spec L=16 T=4 ckpt=fp32"}, /* spec refused */
+      {"--model", "x", "--configs", "replay L=0"},              /* bad configuration */
+      {"--model", "x", "--graph", "maybe"},
+      {"--model", "x", "--bogus", "1"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)RSSM_BENCH_BIN, (char *)bad[i][0], (char *)bad[i][1],
+                    (char *)bad[i][2], (char *)bad[i][3], NULL};
+    char *e = NULL;
+    int rc = run(argv, &e, NULL);
+    cr_assert_eq(rc, 2, "case %zu: exit status %d; stderr: %s", i, rc, e ? e : "");
+    cr_assert(e && is_one_line(e), "case %zu: expected one line, got: %s", i, e ? e : "(null)");
+    free(e);
+  }
+  char *none[] = {(char *)RSSM_BENCH_BIN, NULL};
+  char *e = NULL;
+  cr_assert_eq(run(none, &e, NULL), 2);
+  cr_assert(e && is_one_line(e) && strstr(e, "--model"), "%s", e ? e : "");
+  free(e);
+}
+
+Test(bench_e2e_cli, help_is_exit_0) {
+  char *argv[] = {(char *)RSSM_BENCH_BIN, (char *)"--help", NULL};
+  char *e = NULL, *o = NULL;
+  cr_assert_eq(run(argv, &e, &o), 0, "%s", e ? e : "");
+  cr_assert(o && strstr(o, "usage: replayssm bench e2e") && strstr(o, "streams/s"), "%s", o ? o : "");
+  free(e);
+  free(o);
+}
