@@ -24,9 +24,10 @@
  *
  * Byte model (paper Appendix C.3, per head and window of L tokens, fp32 state):
  *   M_conv = 8 L dv dk,  M_replay = 4 (L + 1) dv dk + (L - 1)(L + 2)/2 r
- * with r the bytes of one record: the paper's r = 2 dv + 2 dk + 4 (16-bit records), and this
- * engine's fp32 records r = 4 + 4 dv + 4 dk (Mamba-2: alpha, x, k) or 8 + 8 dv + 4 dk (GDN: alpha,
- * beta, u, v, k). GB/s columns divide the model bytes (engine r) by the measured time. */
+ * with r the bytes of one record: the paper's r = 2 dv + 2 dk + 4 (16-bit records), and what this
+ * engine's readouts read per head, r = 4 + 4 dv + 4 dk G / H (fp32 alpha, x or GDN u, and the
+ * group's k shared by H / G heads). GB/s columns divide the model bytes (engine r) by the
+ * measured time. */
 #include "src/bench_kernels/bench_kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -163,8 +164,11 @@ static int parse_int_list(const char *text, int *out) {
   return n > 0 ? n : -1;
 }
 
+/* What a readout reads per head and record in this engine: alpha, x (GDN: u) [dv] and the key
+ * group's k [dk], shared by the H / G heads of the group, all fp32. (GDN also writes beta and v
+ * once per token and reads v once to form u; the C.3 term counts only the repeated reads.) */
 static double record_bytes_engine(const ssm_dims *d) {
-  return d->kind == SSM_GDN ? 8.0 + 8.0 * d->dv + 4.0 * d->dk : 4.0 + 4.0 * d->dv + 4.0 * d->dk;
+  return 4.0 + 4.0 * d->dv + 4.0 * d->dk * d->G / d->H;
 }
 static double record_bytes_paper(const ssm_dims *d) { return 2.0 * d->dv + 2.0 * d->dk + 4.0; }
 
