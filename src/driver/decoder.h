@@ -41,6 +41,14 @@ typedef struct {
   int (*open)(const rssm_model *m, const rssm_decoder_params *p, rssm_decoder **out, char *err,
               size_t errlen);
   void (*close)(rssm_model *m);
+  /* Optional (NULL: the driver steps decoders one at a time). Steps n distinct non-spec decoders
+   * opened from m together: the same as d[i]->ops->step(d[i], tokens[i], logits[i], ...) for
+   * every i < n, bit for bit, but a backend can share work between them (the CPU model runtime
+   * reads each weight row once for all of them). On an error, *failed is the index of the
+   * decoder concerned, and the decoders must not be used further (the run stops). */
+  int (*step_many)(const rssm_model *m, rssm_decoder *const *d /* [n] */, int n,
+                   const int64_t *tokens /* [n] */, float *const *logits /* [n] -> [V] */,
+                   int *failed, char *err, size_t errlen);
 } rssm_model_ops;
 
 struct rssm_model {

@@ -34,6 +34,10 @@ typedef struct {
   float *scratch_logits;  /* [threads][Tmax][V] */
   float *scratch_lp;      /* [threads][V] */
   int64_t b1;             /* end of this block */
+  int group;              /* sequences per group_item (batched stepping); 0: not used */
+  int parts;              /* > 1: group_item g is configurations part g % parts of sequence
+                           * g / parts, without the reference (ref_item ran before) */
+  int spec_only;          /* pair_item: only spec pairs (the others went through group_item) */
   char err[1024];         /* first error of the phase (under the pool's rule: first nonzero) */
   int err_set;
 } phase_ctx;
@@ -132,6 +136,7 @@ static int pair_item(void *ctx, int64_t pi, int thread) {
   const int64_t *x = r->tok + k * (r->N + 1);
   const ssm_config *cfg = &r->e->configs[c].cfg;
   char e[400];
+  if (p->spec_only && cfg->strategy != SSM_SPEC) return 0;
   if (r->dead[pi]) {
     fill_dead(r, k, c, r->cursor[pi], p->b1);
     r->cursor[pi] = p->b1;
@@ -179,6 +184,123 @@ fail : {
   phase_error(p, m);
   return RSSM_ERR_IO;
 }
+}
+
+/* Sequences [g G, (g+1) G) over [b0, b1), when the model steps decoders together (step_many):
+ * at every step, the references and every live non-spec pair of these sequences advance in one
+ * call (bit-identical to stepping them one by one, so the output does not depend on G or on
+ * the thread count), then the references' rows are stored and the pairs compared with them, as
+ * ref_item and pair_item do. With parts > 1 (fewer sequences than threads), item g is instead
+ * one part of the configurations of sequence g / parts, after ref_item. Spec pairs are left to
+ * pair_item (spec_only), after this phase. */
+static int group_item(void *ctx, int64_t g, int thread) {
+  phase_ctx *p = ctx;
+  runner *r = p->r;
+  size_t V = (size_t)r->V;
+  int64_t k0 = g * p->group, k1 = k0 + p->group < r->K ? k0 + p->group : r->K;
+  int64_t c0 = 0, c1 = r->C;
+  int with_ref = 1;
+  if (p->parts > 1) {
+    int64_t part = g % p->parts;
+    k0 = g / p->parts;
+    k1 = k0 + 1;
+    c0 = r->C * part / p->parts;
+    c1 = r->C * (part + 1) / p->parts;
+    with_ref = 0;
+  }
+  const int cap = (int)((k1 - k0) * (r->C + 1)); /* decoders per call, at most */
+  float *scratch = p->scratch_logits + (size_t)thread * (size_t)p->group * (size_t)(r->C + 1) * V;
+  float *lp = p->scratch_lp + (size_t)thread * V;
+  rssm_decoder **dv = malloc((size_t)cap * sizeof *dv);
+  int64_t *tokv = malloc((size_t)cap * sizeof *tokv);
+  float **lv = malloc((size_t)cap * sizeof *lv);
+  int64_t *who = malloc((size_t)cap * sizeof *who); /* -1 - k: reference of k; else the pair */
+  if (!dv || !tokv || !lv || !who) {
+    free(dv);
+    free(tokv);
+    free(lv);
+    free(who);
+    phase_error(p, "out of memory for a batched step");
+    return RSSM_ERR_IO;
+  }
+  int rc = 0;
+  /* pairs already dead: their whole block */
+  for (int64_t k = k0; k < k1; k++)
+    for (int64_t c = c0; c < c1; c++) {
+      int64_t pi = k * r->C + c;
+      if (r->dead[pi] && r->e->configs[c].cfg.strategy != SSM_SPEC) {
+        fill_dead(r, k, c, r->cursor[pi], p->b1);
+        r->cursor[pi] = p->b1;
+      }
+    }
+  for (int64_t t = r->b0; t < p->b1 && rc == 0; t++) {
+    int n = 0;
+    for (int64_t k = k0; k < k1; k++) {
+      const int64_t *x = r->tok + k * (r->N + 1);
+      if (with_ref) {
+        dv[n] = r->ref[k];
+        tokv[n] = x[t];
+        who[n] = -1 - k;
+        n++;
+      }
+      for (int64_t c = c0; c < c1; c++) {
+        int64_t pi = k * r->C + c;
+        if (r->e->configs[c].cfg.strategy == SSM_SPEC || r->dead[pi] || r->cursor[pi] != t)
+          continue;
+        dv[n] = r->dec[pi];
+        tokv[n] = x[t];
+        who[n] = pi;
+        n++;
+      }
+    }
+    if (n == 0) break; /* every pair of this item went non-finite */
+    for (int i = 0; i < n; i++) lv[i] = scratch + (size_t)i * V;
+    char e[400];
+    int failed = -1;
+    int src = r->m->ops->step_many(r->m, dv, n, tokv, lv, &failed, e, sizeof e);
+    if (src != RSSM_OK) {
+      char m[600];
+      int64_t w = failed >= 0 && failed < n ? who[failed] : -1;
+      if (w < 0)
+        snprintf(m, sizeof m, "reference, sequence %lld, step %lld: %s",
+                 (long long)(r->d.offset + (-1 - w)), (long long)t, e);
+      else
+        snprintf(m, sizeof m, "configuration '%s', sequence %lld, step %lld: %s",
+                 r->e->configs[w % r->C].cfg.name, (long long)(r->d.offset + w / r->C),
+                 (long long)t, e);
+      phase_error(p, m);
+      rc = src;
+      break;
+    }
+    int64_t row = t - r->base;
+    for (int i = 0; i < n && rc == 0; i++) {
+      if (who[i] >= 0) continue;
+      int64_t k = -1 - who[i];
+      float *rl = r->reflp + ((size_t)k * (size_t)r->rows + (size_t)row) * V;
+      if (metrics_log_softmax(lv[i], r->V, rl, &r->refam[(size_t)k * (size_t)r->rows +
+                                                        (size_t)row]) != 0) {
+        char m[512];
+        snprintf(m, sizeof m, "the reference's logits are not finite at sequence %lld, step "
+                 "%lld (the fp32 reference must stay finite)", (long long)(r->d.offset + k),
+                 (long long)t);
+        phase_error(p, m);
+        rc = RSSM_ERR_INPUT;
+        break;
+      }
+      r->d.ref_nll[k * r->N + t] = -rl[(size_t)r->tok[k * (r->N + 1) + t + 1]];
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+      if (who[i] < 0) continue;
+      int64_t pi = who[i], k = pi / r->C, c = pi % r->C;
+      if (record(r, k, c, t, lv[i], lp)) kill_pair(r, pi, k, c, t, p->b1);
+      else r->cursor[pi] = t + 1;
+    }
+  }
+  free(dv);
+  free(tokv);
+  free(lv);
+  free(who);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ setup ----------------- */
@@ -439,7 +561,29 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   memset(&p, 0, sizeof p);
   p.r = &r;
   p.threads = o->threads;
-  p.scratch_logits = malloc((size_t)o->threads * (size_t)r.Tmax * (size_t)r.V * sizeof(float));
+  /* Models that step decoders together (step_many) get one work item per group of sequences:
+   * all references and non-spec pairs of the group advance in one call per step, so the CPU
+   * runtime reads each weight once per step for all of them. Groups: as few as keep every
+   * thread busy (ceil(K / threads) sequences), at most 64 decoders per call. With fewer
+   * sequences than threads, the references run first (ref_item) and each sequence's
+   * configurations are cut into ceil(threads / K) parts, one item each. Results never depend on
+   * the grouping (tests/driver/test_run_hf.c). */
+  if (!r.engine && r.m->ops->step_many) {
+    int64_t g = (r.K + o->threads - 1) / o->threads;
+    int64_t gmax = 64 / (r.C + 1) > 0 ? 64 / (r.C + 1) : 1;
+    const char *ge = getenv("RSSM_RUN_GROUP"); /* tests and measurements: sequences per group */
+    if (ge && atol(ge) > 0) g = gmax = atol(ge);
+    p.group = (int)(g < gmax ? g : gmax);
+    if (r.K < o->threads && r.C > 1 && !(ge && atol(ge) > 0)) {
+      int64_t parts = (o->threads + r.K - 1) / r.K;
+      p.group = 1;
+      p.parts = (int)(parts < r.C ? parts : r.C);
+    }
+  }
+  size_t per_thread = (size_t)r.Tmax;
+  if ((size_t)p.group * (size_t)(r.C + 1) > per_thread)
+    per_thread = (size_t)p.group * (size_t)(r.C + 1);
+  p.scratch_logits = malloc((size_t)o->threads * per_thread * (size_t)r.V * sizeof(float));
   p.scratch_lp = malloc((size_t)o->threads * (size_t)r.V * sizeof(float));
   if (!p.scratch_logits || !p.scratch_lp) {
     snprintf(err, errlen, "out of memory for %d threads' scratch", o->threads);
@@ -470,7 +614,16 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
       rc = run_engine_block(r.engine, &r, b1, err, errlen);
       if (rc != RSSM_OK) break;
     } else {
-      rc = parallel_for(r.K, o->threads, ref_item, &p);
+      if (p.parts > 1) {
+        rc = parallel_for(r.K, o->threads, ref_item, &p);
+        if (rc == RSSM_OK) rc = parallel_for(r.K * p.parts, o->threads, group_item, &p);
+        p.spec_only = 1;
+      } else if (p.group > 0) {
+        rc = parallel_for((r.K + p.group - 1) / p.group, o->threads, group_item, &p);
+        p.spec_only = 1;
+      } else {
+        rc = parallel_for(r.K, o->threads, ref_item, &p);
+      }
       if (rc == RSSM_OK) rc = parallel_for(r.K * r.C, o->threads, pair_item, &p);
       if (rc != RSSM_OK) {
         snprintf(err, errlen, "%s", p.err);

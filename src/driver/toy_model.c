@@ -424,7 +424,7 @@ static void toy_close(rssm_model *m) {
   free(m);
 }
 
-static const rssm_model_ops toy_model_ops = {toy_open, toy_close};
+static const rssm_model_ops toy_model_ops = {toy_open, toy_close, NULL};
 
 int toy_model_open(const char *name, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;

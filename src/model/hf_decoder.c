@@ -201,7 +201,43 @@ static void hf_close(rssm_model *m) {
   free(m);
 }
 
-static const rssm_model_ops hf_model_ops = {hf_open, hf_close};
+/* model_forward_many over the decoders' states (n = 1 each), then commit(1) for each. */
+#define STEP_MANY_STACK 64
+
+static int hf_step_many(const rssm_model *m, rssm_decoder *const *d, int n,
+                        const int64_t *tokens, float *const *logits, int *failed, char *err,
+                        size_t errlen) {
+  *failed = -1;
+  if (n < 1) return RSSM_OK;
+  model_state *stack[STEP_MANY_STACK];
+  model_state **ss = n <= STEP_MANY_STACK ? stack : malloc((size_t)n * sizeof *ss);
+  if (!ss) {
+    snprintf(err, errlen, "model: out of memory");
+    return RSSM_ERR_IO;
+  }
+  int rc = RSSM_OK;
+  for (int i = 0; i < n && rc == RSSM_OK; i++) {
+    hf_dec *t = d[i]->impl;
+    ss[i] = &t->s;
+    if (d[i]->ops != &hf_decoder_ops || t->s.m != (const model *)m->impl ||
+        t->s.cfg.strategy == SSM_SPEC) {
+      *failed = i;
+      snprintf(err, errlen, "model: step_many needs non-spec decoders of this model");
+      rc = RSSM_ERR_INPUT;
+    }
+  }
+  if (rc == RSSM_OK) rc = model_forward_many(ss, n, tokens, 1, logits, failed, err, errlen);
+  for (int i = 0; i < n && rc == RSSM_OK; i++)
+    if (model_commit(ss[i], 1) != 0) {
+      *failed = i;
+      snprintf(err, errlen, "model: commit of one token refused");
+      rc = RSSM_ERR_IO;
+    }
+  if (ss != stack) free(ss);
+  return rc;
+}
+
+static const rssm_model_ops hf_model_ops = {hf_open, hf_close, hf_step_many};
 
 int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;

@@ -79,21 +79,56 @@ static inline float lanes_reduce(v4f lo, v4f hi, const float *a, const float *b,
   return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
 }
 
-/* out[j] = dot_f32(w, x[j], n) for j < J (J = 1..4, a constant after inlining) */
-static inline __attribute__((always_inline)) void dot_multi(const float *w,
-                                                            const float *const *x, int64_t n,
-                                                            float *out, const int J) {
-  v4f lo[4], hi[4];
-  for (int j = 0; j < J; j++) lo[j] = hi[j] = (v4f){0.0f, 0.0f, 0.0f, 0.0f};
+/* out[j] = dot_f32(w, x[j], n) for j < 4, 2, 1: the accumulators are named variables so that
+ * they stay in registers (GCC -O2 keeps an array of them in memory). */
+#define DOT_LANES(j)                                   \
+  do {                                                 \
+    lo##j = lo##j + wl * ld4(x##j + i);                \
+    hi##j = hi##j + wh * ld4(x##j + i + 4);            \
+  } while (0)
+
+static void dot4(const float *w, const float *const *x, int64_t n, float *out) {
+  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  const v4f z = {0.0f, 0.0f, 0.0f, 0.0f};
+  v4f lo0 = z, hi0 = z, lo1 = z, hi1 = z, lo2 = z, hi2 = z, lo3 = z, hi3 = z;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const v4f wl = ld4(w + i), wh = ld4(w + i + 4);
-    for (int j = 0; j < J; j++) {
-      lo[j] = lo[j] + wl * ld4(x[j] + i);
-      hi[j] = hi[j] + wh * ld4(x[j] + i + 4);
-    }
+    DOT_LANES(0);
+    DOT_LANES(1);
+    DOT_LANES(2);
+    DOT_LANES(3);
   }
-  for (int j = 0; j < J; j++) out[j] = lanes_reduce(lo[j], hi[j], w, x[j], i, n);
+  out[0] = lanes_reduce(lo0, hi0, w, x0, i, n);
+  out[1] = lanes_reduce(lo1, hi1, w, x1, i, n);
+  out[2] = lanes_reduce(lo2, hi2, w, x2, i, n);
+  out[3] = lanes_reduce(lo3, hi3, w, x3, i, n);
+}
+
+static void dot2(const float *w, const float *const *x, int64_t n, float *out) {
+  const float *x0 = x[0], *x1 = x[1];
+  const v4f z = {0.0f, 0.0f, 0.0f, 0.0f};
+  v4f lo0 = z, hi0 = z, lo1 = z, hi1 = z;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v4f wl = ld4(w + i), wh = ld4(w + i + 4);
+    DOT_LANES(0);
+    DOT_LANES(1);
+  }
+  out[0] = lanes_reduce(lo0, hi0, w, x0, i, n);
+  out[1] = lanes_reduce(lo1, hi1, w, x1, i, n);
+}
+
+static void dot1(const float *w, const float *const *x, int64_t n, float *out) {
+  const float *x0 = x[0];
+  const v4f z = {0.0f, 0.0f, 0.0f, 0.0f};
+  v4f lo0 = z, hi0 = z;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v4f wl = ld4(w + i), wh = ld4(w + i + 4);
+    DOT_LANES(0);
+  }
+  out[0] = lanes_reduce(lo0, hi0, w, x0, i, n);
 }
 
 typedef struct {
@@ -111,16 +146,19 @@ static void *mvm_run(void *arg) {
     const float *w = jb->W + r * jb->cols; /* [cols] */
     int j = 0;
     for (; j + 4 <= jb->nx; j += 4) {
-      dot_multi(w, jb->x + j, jb->cols, o, 4);
+      dot4(w, jb->x + j, jb->cols, o);
       for (int q = 0; q < 4; q++) jb->y[j + q][r] = o[q];
     }
-    switch (jb->nx - j) {
-      case 3: dot_multi(w, jb->x + j, jb->cols, o, 3); break;
-      case 2: dot_multi(w, jb->x + j, jb->cols, o, 2); break;
-      case 1: dot_multi(w, jb->x + j, jb->cols, o, 1); break;
-      default: break;
+    if (j + 2 <= jb->nx) {
+      dot2(w, jb->x + j, jb->cols, o);
+      jb->y[j][r] = o[0];
+      jb->y[j + 1][r] = o[1];
+      j += 2;
     }
-    for (int q = 0; j + q < jb->nx; q++) jb->y[j + q][r] = o[q];
+    if (j < jb->nx) {
+      dot1(w, jb->x + j, jb->cols, o);
+      jb->y[j][r] = o[0];
+    }
   }
   return NULL;
 }
