@@ -568,7 +568,8 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
    * sequences than threads, the references run first (ref_item) and each sequence's
    * configurations are cut into ceil(threads / K) parts, one item each. Results never depend on
    * the grouping (tests/driver/test_run_hf.c). */
-  if (!r.engine && r.m->ops->step_many) {
+  const char *unb = getenv("RSSM_RUN_UNBATCHED"); /* tests: the one-decoder-at-a-time path */
+  if (!r.engine && r.m->ops->step_many && !(unb && unb[0] == '1')) {
     int64_t g = (r.K + o->threads - 1) / o->threads;
     int64_t gmax = 64 / (r.C + 1) > 0 ? 64 / (r.C + 1) : 1;
     const char *ge = getenv("RSSM_RUN_GROUP"); /* tests and measurements: sequences per group */

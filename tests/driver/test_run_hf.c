@@ -1,7 +1,8 @@
 /* `replayssm run` on real model directories: tiny random Qwen3.5 (GDN + gated attention) and
  * Nemotron-H (Mamba-2 + attention + MoE) checkpoints written by the model tests' helpers, decoded
  * through the model runtime's backend (src/model/hf_decoder.h). The control floor, spec with fp32
- * checkpoints, thread independence and resume after SIGKILL, end to end. */
+ * checkpoints, thread independence and resume after SIGKILL, end to end; the batched stepping
+ * (step_many) against one decoder at a time. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,3 +98,40 @@ static void check(tiny_kind kind) {
 
 Test(run_hf, qwen35_gdn_attention) { check(TINY_QWEN35_TEXT); }
 Test(run_hf, nemotron_h_mamba2_moe) { check(TINY_NEMOTRON_H); }
+
+/* The batched path (the model's step_many: references and non-spec pairs of a group of sequences
+ * in one forward per step) against the one-decoder-at-a-time path, for several groupings:
+ * sequences per group 1, 2, 3 and fewer sequences than threads (configurations cut into parts
+ * after the references). Every dataset must be identical. */
+static void run_env(const char *out, const char *seqs, const char *threads, const char *unbatched,
+                    const char *group) {
+  if (unbatched) setenv("RSSM_RUN_UNBATCHED", unbatched, 1);
+  if (group) setenv("RSSM_RUN_GROUP", group, 1);
+  run_ok((const char *[]){"run", ini, "--out", out, "--sequences", seqs, "--threads", threads,
+                          "--quiet", "--force", NULL});
+  unsetenv("RSSM_RUN_UNBATCHED");
+  unsetenv("RSSM_RUN_GROUP");
+}
+
+static void check_batched(tiny_kind kind) {
+  prepare(kind);
+  char ref[TPATH_MAX], out[TPATH_MAX], why[512];
+  tpath(ref, dir, "ref.h5");
+  tpath(out, dir, "out.h5");
+  static const char *const seqs[] = {"3", "1"};
+  for (int i = 0; i < 2; i++) {
+    run_env(ref, seqs[i], "1", "1", NULL);
+    static const char *const threads[] = {"1", "2", "3"};
+    for (int t = 0; t < 3; t++) {
+      run_env(out, seqs[i], threads[t], NULL, NULL);
+      cr_assert_eq(h5_datasets_equal(ref, out, why, sizeof why), 0,
+                   "%s sequences, %s threads: %s", seqs[i], threads[t], why);
+    }
+    run_env(out, seqs[i], "2", NULL, "2");
+    cr_assert_eq(h5_datasets_equal(ref, out, why, sizeof why), 0, "%s sequences, groups of 2: %s",
+                 seqs[i], why);
+  }
+}
+
+Test(run_hf, batched_qwen35) { check_batched(TINY_QWEN35_TEXT); }
+Test(run_hf, batched_nemotron_h) { check_batched(TINY_NEMOTRON_H); }
