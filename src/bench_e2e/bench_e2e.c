@@ -39,8 +39,9 @@
 #define USAGE                                                                                  \
   "replayssm bench e2e (--model DIR | --shape qwen3.5-4b|nemotron-3-nano-4b|DIR) "            \
   "[--streams K1,K2,..] [--configs 'CFG;CFG;..']... [--steps N] [--warmup W] [--block B] "    \
-  "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--seed S] [--threads N] "            \
-  "[--label NAME] [--out FILE.csv]"
+  "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--profile on|off] [--seed S] "        \
+  "[--threads N] "                                                                             \
+  "[--label NAME] [--out FILE.csv] [--dry-run]"
 
 #define MAX_SETS 16
 #define MAX_STREAMS 16
@@ -65,14 +66,19 @@ static void print_help(void) {
          "  --warmup W      untimed steps first (default 8; the first captures the CUDA Graph)\n"
          "  --gemm P        fp32 (default): fp32 weights, cublasSgemm without TF32; bf16: bf16\n"
          "                  weights, activations rounded to bf16 at GEMM input, fp32\n"
-         "                  accumulation and output\n"
+         "                  accumulation and output (bf16 GEMMs available: mc_gemm_prec);\n"
+         "                  'fp32,bf16' measures both with one model\n"
          "  --graph on|off  replay each step from a CUDA Graph (default on)\n"
          "  --micro on|off  also time the step's GEMMs and SSM engine alone (default: on with\n"
          "                  --shape, off with --model)\n"
+         "  --profile on|off  then run the batch again for up to 8 launched steps with\n"
+         "                  RSSM_CUDA_PROFILE=1: GPU time per block on stderr (default off)\n"
          "  --seed S        seed of the random weights and tokens (default 1)\n"
          "  --threads N     threads filling random weights (default: all cores)\n"
          "  --label NAME    model name in the output (default: the directory or shape name)\n"
          "  --out FILE      append one CSV row per batch (header when the file is new)\n"
+         "  --dry-run       print the byte model of every batch from the config alone (no\n"
+         "                  device, no weights) and exit\n"
          "\n"
          "streams/s = R x steps / seconds: every row (stream x configuration) decodes one token\n"
          "per step. Byte model per step: weights (as stored for the GEMMs) + SSM state read and\n"
@@ -83,10 +89,11 @@ static void print_help(void) {
 }
 
 typedef struct {
-  const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *seed,
+  const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *profile,
+      *seed,
       *threads, *label, *out;
   const char *sets[MAX_SETS];
-  int nsets, help;
+  int nsets, help, dry_run;
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
@@ -97,12 +104,17 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   } opts[] = {{"--model", &a->model_dir}, {"--shape", &a->shape},     {"--streams", &a->streams},
               {"--steps", &a->steps},     {"--warmup", &a->warmup},   {"--block", &a->block},
               {"--gemm", &a->gemm},       {"--graph", &a->graph},     {"--micro", &a->micro},
+              {"--profile", &a->profile},
               {"--seed", &a->seed},       {"--threads", &a->threads}, {"--label", &a->label},
               {"--out", &a->out}};
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       a->help = 1;
+      continue;
+    }
+    if (strcmp(arg, "--dry-run") == 0) {
+      a->dry_run = 1;
       continue;
     }
     const char *v;
@@ -236,14 +248,14 @@ static void add_shape(weight_model *w, int64_t rows, int64_t cols) {
 }
 
 /* The GEMMs of one step, as mc_model.cu issues them (one per block input, one per block output,
- * the MoE router / latent / shared-expert GEMMs, the lm_head). */
-static void weights_of(const model *m, weight_model *w) {
+ * the MoE router / latent / shared-expert GEMMs, the lm_head), from the config alone; n_params:
+ * the model's floats (model_load's count, equal to model_random_floats). */
+static void weights_of(const model_config *c, int64_t n_params, weight_model *w) {
   memset(w, 0, sizeof *w);
-  const model_config *c = &m->cfg;
   const int64_t H = c->H;
-  for (int i = 0; i < m->nblocks; i++) {
-    const model_block_w *b = &m->blocks[i];
-    switch (b->kind) {
+  for (int i = 0; i < c->nblocks; i++) {
+    const int kind = c->blocks[i].kind;
+    switch (kind) {
       case BK_GDN: {
         const int64_t cd = 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv,
                       vd = c->gdn_hv * c->gdn_dv;
@@ -260,29 +272,30 @@ static void weights_of(const model *m, weight_model *w) {
       case BK_QATTN:
       case BK_NATTN: {
         const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-        add_shape(w, (b->kind == BK_QATTN ? 2 * qd : qd) + 2 * kvd, H);
+        add_shape(w, (kind == BK_QATTN ? 2 * qd : qd) + 2 * kvd, H);
         add_shape(w, H, qd);
         break;
       }
       case BK_SWIGLU:
       case BK_RELU2:
-        add_shape(w, b->kind == BK_SWIGLU ? 2 * b->mlp.I : b->mlp.I, H);
-        add_shape(w, H, b->mlp.I);
+        add_shape(w, kind == BK_SWIGLU ? 2 * c->inter : c->inter, H);
+        add_shape(w, H, c->inter);
         break;
       case BK_QMOE:
       case BK_NMOE: {
-        const moe_weights *e = &b->moe;
-        const int64_t E = c->n_experts, I = c->moe_inter;
-        add_shape(w, E + (e->shared_gate ? 1 : 0), H);
-        if (e->fc1_latent) {
-          add_shape(w, e->Din, H);
-          add_shape(w, H, e->Din);
+        const int q = kind == BK_QMOE;
+        const int64_t E = c->n_experts, I = c->moe_inter, Is = c->shared_inter;
+        const int64_t Din = !q && c->latent > 0 ? c->latent : H;
+        add_shape(w, E + (q && Is > 0 ? 1 : 0), H); /* router (+ Qwen's shared-expert gate) */
+        if (Din != H) {
+          add_shape(w, Din, H);
+          add_shape(w, H, Din);
         }
-        if (e->shared.I > 0) {
-          add_shape(w, e->shared.w_gate ? 2 * e->shared.I : e->shared.I, H);
-          add_shape(w, H, e->shared.I);
+        if (Is > 0) {
+          add_shape(w, q ? 2 * Is : Is, H);
+          add_shape(w, H, Is);
         }
-        w->expert_floats += (e->w_gate ? 3 : 2) * E * I * e->Din;
+        w->expert_floats += (q ? 3 : 2) * E * I * Din;
         break;
       }
       default:
@@ -290,8 +303,8 @@ static void weights_of(const model *m, weight_model *w) {
     }
   }
   add_shape(w, c->V, H); /* lm_head (the embedding itself when tied) */
-  const int64_t embed = m->lm_head == m->embed ? 0 : c->V * c->H; /* gathered, not streamed */
-  w->other_floats = m->n_params - w->gemm_floats - w->expert_floats - embed;
+  const int64_t embed = c->tie_embeddings ? 0 : c->V * c->H; /* gathered, not streamed */
+  w->other_floats = n_params - w->gemm_floats - w->expert_floats - embed;
   if (w->other_floats < 0) w->other_floats = 0;
 }
 
@@ -319,16 +332,15 @@ static double ssm_row_bytes(const ssm_config *f, int64_t heads, int64_t dv, int6
                                         2.0 * (double)b.bytes_per_matrix) / f->L);
 }
 
-static byte_model bytes_per_step(const model *m, const weight_model *w, int wbytes,
+static byte_model bytes_per_step(const model_config *c, const weight_model *w, int wbytes,
                                  const config_set *s, int K, double mean_pos) {
-  const model_config *c = &m->cfg;
   const int R = s->C * K;
   byte_model b;
   memset(&b, 0, sizeof b);
   b.weight = (double)w->gemm_floats * wbytes + 4.0 * (double)(w->expert_floats + w->other_floats) +
              4.0 * (double)R * (double)c->H;
-  for (int i = 0; i < m->nblocks; i++) {
-    const int kind = m->blocks[i].kind;
+  for (int i = 0; i < c->nblocks; i++) {
+    const int kind = c->blocks[i].kind;
     if (kind == BK_GDN || kind == BK_MAMBA2) {
       const int gdn = kind == BK_GDN;
       const int64_t heads = gdn ? c->gdn_hv : c->m_heads, dv = gdn ? c->gdn_dv : c->m_head_dim,
@@ -336,11 +348,13 @@ static byte_model bytes_per_step(const model *m, const weight_model *w, int wbyt
       const int64_t cd = gdn ? 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv
                              : c->m_heads * c->m_head_dim + 2 * c->m_groups * c->m_state;
       const int64_t kc = gdn ? c->gdn_kernel : c->m_kernel;
-      for (int ci = 0; ci < s->C; ci++) b.state += (double)K * ssm_row_bytes(&s->cfg[ci], heads, dv, dk);
+      for (int ci = 0; ci < s->C; ci++)
+        b.state += (double)K * ssm_row_bytes(&s->cfg[ci], heads, dv, dk);
       b.state += (double)R * 2.0 * 4.0 * (double)((kc - 1) * cd); /* conv window read + write */
     } else if (kind == BK_QATTN || kind == BK_NATTN) {
       const double kvd = (double)(c->n_kv_heads * c->head_dim);
-      b.kv += (double)R * 2.0 * 4.0 * kvd * (mean_pos + 2.0); /* K, V rows 0..pos read, one written */
+      /* K and V: rows 0..pos read (pos + 1), one written */
+      b.kv += (double)R * 2.0 * 4.0 * kvd * (mean_pos + 2.0);
     }
   }
   b.total = b.weight + b.state + b.kv;
@@ -409,7 +423,8 @@ static double copy_bandwidth(int64_t bytes) {
   cudaStream_t s = NULL;
   cudaEvent_t e0 = NULL, e1 = NULL;
   double bw = 0;
-  if (cudaMalloc(&a, (size_t)bytes) == cudaSuccess && cudaMalloc(&b, (size_t)bytes) == cudaSuccess &&
+  if (cudaMalloc(&a, (size_t)bytes) == cudaSuccess &&
+      cudaMalloc(&b, (size_t)bytes) == cudaSuccess &&
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
       cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
       cudaMemsetAsync(a, 1, (size_t)bytes, s) == cudaSuccess) {
@@ -509,7 +524,8 @@ static void micro_gemms(const weight_model *w, int Rpad, micro_result *r) {
       if (t < 0) total = -1;
       else {
         total += t * (double)(w->count[i] * tiles);
-        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * MC_ROW_TILE * (double)(w->count[i] * tiles);
+        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * MC_ROW_TILE *
+                 (double)(w->count[i] * tiles);
       }
     }
     r->gemm_s[p] = total;
@@ -589,7 +605,7 @@ static double micro_ssm(const model *m, const ssm_config *cfg, int B, uint64_t s
 
 typedef struct {
   int64_t warmup, steps, block;
-  int graph, micro, bf16;
+  int graph, micro, profile, bf16, dry_run;
   uint64_t seed;
   const char *label, *source, *out;
 } run_opts;
@@ -636,6 +652,7 @@ int bench_e2e_main(int argc, char **argv) {
   o.warmup = 8;
   o.block = 8;
   o.seed = 1;
+  o.dry_run = a.dry_run;
   if (a.steps && parse_count(a.steps, "--steps", 1, 1 << 20, &o.steps)) return 2;
   if (a.warmup && parse_count(a.warmup, "--warmup", 1, 1 << 24, &o.warmup)) return 2;
   if (a.block && parse_count(a.block, "--block", 1, 1 << 20, &o.block)) return 2;
@@ -650,7 +667,8 @@ int bench_e2e_main(int argc, char **argv) {
     threads = (int)v64;
   }
   if (parse_onoff(a.graph, "--graph", 1, &o.graph) ||
-      parse_onoff(a.micro, "--micro", a.shape != NULL, &o.micro))
+      parse_onoff(a.micro, "--micro", a.shape != NULL, &o.micro) ||
+      parse_onoff(a.profile, "--profile", 0, &o.profile))
     return 2;
   int precs[2], nprec = 0; /* 0 fp32, 1 bf16, in the order given */
   {
@@ -698,27 +716,10 @@ int bench_e2e_main(int argc, char **argv) {
     if (parse_set(a.sets[i], &sets[nsets++])) return 2;
 
   char err[1024] = "";
-  if (mc_device_check(err, sizeof err) != 0) {
-    cli_error(CMD, "%s", err);
-    return 2;
-  }
-#ifndef RSSM_HAVE_CUDA
-  return 2; /* mc_device_check refuses without CUDA; this is never reached */
-#else
-  for (int pi = 0; pi < nprec; pi++)
-    if (precs[pi] == 1) {
-      cli_error(CMD, "--gemm bf16: this build's GPU runtime has fp32 GEMMs only");
-      return 2;
-    }
-  /* ---- the model ---- */
   char shape_dir[4096] = "";
-  model m;
-  memset(&m, 0, sizeof m);
-  double t0 = now_s();
   if (a.model_dir) {
     o.source = "checkpoint";
     o.label = a.label ? a.label : base_name(a.model_dir);
-    rc = model_load(a.model_dir, &m, err, sizeof err);
   } else {
     o.source = "random";
     const char *known[] = {"qwen3.5-4b", "nemotron-3-nano-4b"};
@@ -727,6 +728,50 @@ int bench_e2e_main(int argc, char **argv) {
       if (strcmp(a.shape, known[i]) == 0) is_known = 1;
     snprintf(shape_dir, sizeof shape_dir, is_known ? "bench/configs/%s" : "%s", a.shape);
     o.label = a.label ? a.label : base_name(shape_dir);
+  }
+  if (o.dry_run) { /* the byte model from the config alone, no device */
+    model_config dc;
+    rc = model_config_load(a.model_dir ? a.model_dir : shape_dir, &dc, err, sizeof err);
+    if (rc != RSSM_OK) {
+      cli_error(CMD, "%s", err);
+      return rc == RSSM_ERR_INPUT ? 2 : 1;
+    }
+    weight_model wm;
+    weights_of(&dc, model_random_floats(&dc), &wm);
+    const int64_t nsteps = o.steps / o.block * o.block;
+    const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
+    printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes\n",
+           o.label, (double)model_random_floats(&dc) * 1e-9, (double)wm.gemm_floats * 1e-9,
+           wm.nshape);
+    for (int pi = 0; pi < nprec; pi++)
+      for (int ki = 0; ki < nK; ki++)
+        for (int si = 0; si < nsets; si++) {
+          const byte_model bm = bytes_per_step(&dc, &wm, precs[pi] ? 2 : 4, &sets[si], Ks[ki],
+                                               mean_pos);
+          printf("bench e2e (dry run): %s K=%d C=%d rows=%d [%s] gemm=%s: bytes/step %.6g GB "
+                 "(weights %.6g, state %.6g, KV %.6g)\n", o.label, Ks[ki], sets[si].C,
+                 sets[si].C * Ks[ki], sets[si].label, precs[pi] ? "bf16" : "fp32",
+                 bm.total * 1e-9, bm.weight * 1e-9, bm.state * 1e-9, bm.kv * 1e-9);
+        }
+    model_config_free(&dc);
+    return 0;
+  }
+  if (mc_device_check(err, sizeof err) != 0) {
+    cli_error(CMD, "%s", err);
+    return 2;
+  }
+#ifndef RSSM_HAVE_CUDA
+  /* mc_device_check refuses without CUDA; this is never reached */
+  (void)threads, (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv;
+  return 2;
+#else
+  /* ---- the model ---- */
+  model m;
+  memset(&m, 0, sizeof m);
+  double t0 = now_s();
+  if (a.model_dir) {
+    rc = model_load(a.model_dir, &m, err, sizeof err);
+  } else {
     model_config probe;
     rc = model_config_load(shape_dir, &probe, err, sizeof err);
     if (rc == RSSM_OK) {
@@ -759,7 +804,7 @@ int bench_e2e_main(int argc, char **argv) {
          "1 GiB, median of 9)\n", bw * 1e-9);
 
   weight_model wm;
-  weights_of(&m, &wm);
+  weights_of(c, m.n_params, &wm);
   const int64_t nsteps = o.steps / o.block * o.block, nblocks = nsteps / o.block;
   const int64_t total_steps = o.warmup + nsteps;
   const int64_t V = c->V;
@@ -768,127 +813,156 @@ int bench_e2e_main(int argc, char **argv) {
   static micro_result micro[MAX_STREAMS][MAX_SETS];
 
   for (int pi = 0; pi < nprec && status == 0; pi++) {
-  o.bf16 = precs[pi];
-  const int wbytes = o.bf16 ? 2 : 4;
-  t0 = now_s();
-  mc_model *g = NULL;
-  rc = mc_model_upload(&m, &g, err, sizeof err);
-  if (rc != RSSM_OK) {
-    cli_error(CMD, "%s", err);
-    status = rc == RSSM_ERR_INPUT ? 2 : 1;
-    break;
-  }
-  printf("bench e2e: weights on the device: %.2f GB (GEMMs %s), uploaded in %.1f s\n",
-         (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32", now_s() - t0);
-  fflush(stdout);
-
-  for (int ki = 0; ki < nK && status == 0; ki++) {
-    const int K = Ks[ki];
-    /* tokens [K][total_steps + 1]: random ids, the target of step t is token t + 1 */
-    int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok);
-    int64_t *x = malloc((size_t)K * sizeof *x), *y = malloc((size_t)K * sizeof *y); /* [K] */
-    uint32_t *seqs = malloc((size_t)K * sizeof *seqs);                             /* [K] */
-    if (!tok || !x || !y || !seqs) {
-      cli_error(CMD, "out of host memory");
-      free(tok), free(x), free(y), free(seqs);
-      status = 1;
+    o.bf16 = precs[pi];
+    const int wbytes = o.bf16 ? 2 : 4;
+    t0 = now_s();
+    mc_model *g = NULL;
+    rc = mc_model_upload_prec(&m, o.bf16 ? MC_GEMM_BF16 : MC_GEMM_FP32, &g, err, sizeof err);
+    if (rc != RSSM_OK) {
+      cli_error(CMD, "%s", err);
+      status = rc == RSSM_ERR_INPUT ? 2 : 1;
       break;
     }
-    for (int k = 0; k < K; k++) {
-      seqs[k] = (uint32_t)k;
-      for (int64_t t = 0; t <= total_steps; t++)
-        tok[(int64_t)k * (total_steps + 1) + t] =
-            (int64_t)(mix64(o.seed * 0x100000001b3ULL + (uint64_t)k * 1000003u + (uint64_t)t) %
-                      (uint64_t)V);
-    }
-    for (int si = 0; si < nsets && status == 0; si++) {
-      const config_set *s = &sets[si];
-      const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
-      mc_batch *b = NULL;
-      mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
-      rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err, sizeof err)
-               : RSSM_ERR_IO;
-      if (rc != RSSM_OK) {
-        cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label,
-                  met ? err : "out of host memory");
-        free(met);
-        status = rc == RSSM_ERR_INPUT ? 2 : 1;
+    printf("bench e2e: weights on the device: %.2f GB (GEMMs %s), uploaded in %.1f s\n",
+           (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32", now_s() - t0);
+    fflush(stdout);
+
+    for (int ki = 0; ki < nK && status == 0; ki++) {
+      const int K = Ks[ki];
+      /* tokens [K][total_steps + 1]: random ids, the target of step t is token t + 1 */
+      int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok);
+      int64_t *x = malloc((size_t)K * sizeof *x), *y = malloc((size_t)K * sizeof *y); /* [K] */
+      uint32_t *seqs = malloc((size_t)K * sizeof *seqs);                             /* [K] */
+      if (!tok || !x || !y || !seqs) {
+        cli_error(CMD, "out of host memory");
+        free(tok), free(x), free(y), free(seqs);
+        status = 1;
         break;
       }
-      mc_batch_use_graph(b, o.graph);
-      double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
-      double tmin = 1e30;
-      for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
-        const int64_t bi = t - o.warmup; /* index among the timed steps */
-        if (bi >= 0 && bi % o.block == 0) t0 = now_s();
-        for (int k = 0; k < K; k++) {
-          x[k] = tok[(int64_t)k * (total_steps + 1) + t];
-          y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
-        }
-        rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
-        if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
-          const double per = (now_s() - t0) / (double)o.block;
-          blk[bi / o.block] = per;
-          if (per < tmin) tmin = per;
-        }
+      for (int k = 0; k < K; k++) {
+        seqs[k] = (uint32_t)k;
+        for (int64_t t = 0; t <= total_steps; t++)
+          tok[(int64_t)k * (total_steps + 1) + t] =
+              (int64_t)(mix64(o.seed * 0x100000001b3ULL + (uint64_t)k * 1000003u + (uint64_t)t) %
+                        (uint64_t)V);
       }
-      mc_batch_free(b);
-      free(met);
-      if (rc != RSSM_OK) {
-        cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label, err);
+      for (int si = 0; si < nsets && status == 0; si++) {
+        const config_set *s = &sets[si];
+        const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+        mc_batch *b = NULL;
+        mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
+        rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
+                                  sizeof err)
+                 : RSSM_ERR_IO;
+        if (rc != RSSM_OK) {
+          cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label,
+                    met ? err : "out of host memory");
+          free(met);
+          status = rc == RSSM_ERR_INPUT ? 2 : 1;
+          break;
+        }
+        mc_batch_use_graph(b, o.graph);
+        double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
+        double tmin = 1e30;
+        for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
+          const int64_t bi = t - o.warmup; /* index among the timed steps */
+          if (bi >= 0 && bi % o.block == 0) t0 = now_s();
+          for (int k = 0; k < K; k++) {
+            x[k] = tok[(int64_t)k * (total_steps + 1) + t];
+            y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+          }
+          rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
+          if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
+            const double per = (now_s() - t0) / (double)o.block;
+            blk[bi / o.block] = per;
+            if (per < tmin) tmin = per;
+          }
+        }
+        mc_batch_free(b);
+        if (rc != RSSM_OK) {
+          cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label, err);
+          free(met);
+          free(blk);
+          status = rc == RSSM_ERR_INPUT ? 2 : 1;
+          break;
+        }
+        const double tmed = median(blk, (int)nblocks);
         free(blk);
-        status = rc == RSSM_ERR_INPUT ? 2 : 1;
-        break;
-      }
-      const double tmed = median(blk, (int)nblocks);
-      free(blk);
-      /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
-      const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
-      const byte_model bm = bytes_per_step(&m, &wm, wbytes, s, K, mean_pos);
-      const double limit = bw > 0 ? bm.total / bw : 0;
-      micro_result mr = {{-1, -1}, {0, 0}, -1};
-      if (o.micro && pi > 0) mr = micro[ki][si];
-      else if (o.micro) {
-        micro_gemms(&wm, Rpad, &mr);
-        mr.ssm_s = 0;
-        for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
-          const double t = micro_ssm(&m, &s->cfg[ci], K, o.seed);
-          mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
+        if (o.profile) { /* the same batch again, launched step by step with events per block */
+          const char *prev = getenv("RSSM_CUDA_PROFILE");
+          char saved[64] = "";
+          if (prev) snprintf(saved, sizeof saved, "%s", prev);
+          setenv("RSSM_CUDA_PROFILE", "1", 1);
+          mc_batch *pb = NULL;
+          int prc = mc_batch_build(&pb, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
+                                   sizeof err);
+          if (prev) setenv("RSSM_CUDA_PROFILE", saved, 1);
+          else unsetenv("RSSM_CUDA_PROFILE");
+          if (prc == RSSM_OK) {
+            fprintf(stderr, "bench e2e: profile of %s K=%d C=%d gemm=%s, %d launched steps from "
+                    "position 0 (events around each block; mc_model.cu):\n", o.label, K, s->C,
+                    o.bf16 ? "bf16" : "fp32", (int)(total_steps < 8 ? total_steps : 8));
+            mc_batch_use_graph(pb, 0);
+            for (int64_t t = 0; t < total_steps && t < 8 && prc == RSSM_OK; t++) {
+              for (int k = 0; k < K; k++) {
+                x[k] = tok[(int64_t)k * (total_steps + 1) + t];
+                y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+              }
+              prc = mc_batch_step(pb, x, y, NULL, met, err, sizeof err);
+            }
+            mc_batch_free(pb); /* prints the per-block table on stderr */
+          }
+          if (prc != RSSM_OK) fprintf(stderr, "bench e2e: profile skipped: %s\n", err);
+          fflush(stderr);
         }
-        micro[ki][si] = mr;
-      }
-      printf("bench e2e: %s K=%d C=%d rows=%d [%s] gemm=%s graph=%s: %.4f ms/step (min %.4f), "
-             "%.0f streams/s; bytes/step %.4g GB (weights %.4g, state %.4g, KV %.4g) -> limit "
-             "%.4f ms, %.1f%% of the byte limit\n",
-             o.label, K, s->C, R, s->label, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off",
-             tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.total * 1e-9, bm.weight * 1e-9,
-             bm.state * 1e-9, bm.kv * 1e-9, limit * 1e3, 100.0 * limit / tmed);
-      if (o.micro)
-        printf("bench e2e:   alone: GEMMs %.4f ms fp32 (%.1f TFLOP/s), %.4f ms bf16 (%.1f "
-               "TFLOP/s); SSM engine %.4f ms; the rest of the step %.4f ms\n",
-               mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
-               mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
-      fflush(stdout);
-      if (a.out) {
-        char row[4096], mic[3][32];
-        const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
-        for (int i = 0; i < 3; i++) { /* empty where not measured */
-          mic[i][0] = 0;
-          if (mv[i] >= 0) snprintf(mic[i], sizeof mic[i], "%.6f", mv[i] * 1e3);
+        free(met);
+        /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
+        const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
+        const byte_model bm = bytes_per_step(c, &wm, wbytes, s, K, mean_pos);
+        const double limit = bw > 0 ? bm.total / bw : 0;
+        micro_result mr = {{-1, -1}, {0, 0}, -1};
+        if (o.micro && pi > 0) mr = micro[ki][si];
+        else if (o.micro) {
+          micro_gemms(&wm, Rpad, &mr);
+          mr.ssm_s = 0;
+          for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
+            const double t = micro_ssm(&m, &s->cfg[ci], K, o.seed);
+            mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
+          }
+          micro[ki][si] = mr;
         }
-        snprintf(row, sizeof row,
-                 "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
-                 "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s\n",
-                 o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
-                 s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
-                 bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
-                 mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
-        if (append_csv(a.out, row)) status = 1;
+        printf("bench e2e: %s K=%d C=%d rows=%d [%s] gemm=%s graph=%s: %.4f ms/step (min %.4f), "
+               "%.0f streams/s; bytes/step %.4g GB (weights %.4g, state %.4g, KV %.4g) -> limit "
+               "%.4f ms, %.1f%% of the byte limit\n",
+               o.label, K, s->C, R, s->label, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off",
+               tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.total * 1e-9, bm.weight * 1e-9,
+               bm.state * 1e-9, bm.kv * 1e-9, limit * 1e3, 100.0 * limit / tmed);
+        if (o.micro)
+          printf("bench e2e:   alone: GEMMs %.4f ms fp32 (%.1f TFLOP/s), %.4f ms bf16 (%.1f "
+                 "TFLOP/s); SSM engine %.4f ms; the rest of the step %.4f ms\n",
+                 mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
+                 mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
+        fflush(stdout);
+        if (a.out) {
+          char row[4096], mic[3][32];
+          const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
+          for (int i = 0; i < 3; i++) { /* empty where not measured */
+            mic[i][0] = 0;
+            if (mv[i] >= 0) snprintf(mic[i], sizeof mic[i], "%.6f", mv[i] * 1e3);
+          }
+          snprintf(row, sizeof row,
+                   "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
+                   "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s\n",
+                   o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
+                   s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
+                   bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
+                   mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
+          if (append_csv(a.out, row)) status = 1;
+        }
       }
+      free(tok), free(x), free(y), free(seqs);
     }
-    free(tok), free(x), free(y), free(seqs);
-  }
-  mc_model_free(g);
+    mc_model_free(g);
   }
   model_free(&m);
   return status;

@@ -5,10 +5,12 @@
  * [q (+gates) | k | v], SwiGLU [gate | up]), the glue kernels, the SSM engine per configuration
  * (rows c K .. c K + K - 1 are the engine's [B] rows, contiguous because the batch is
  * configuration-major), the output GEMM and the residual add; the final norm, lm_head and the
- * metrics. GEMMs: cublasSgemm, fp32 in and out, CUBLAS_DEFAULT_MATH (no TF32), on fixed tiles of
+ * metrics. GEMMs: cublasSgemm, fp32 in and out, CUBLAS_DEFAULT_MATH (no TF32) (or, for a model
+ * uploaded with MC_GEMM_BF16, bf16 weights and inputs with fp32 accumulation), on fixed tiles of
  * MC_ROW_TILE rows (row-count invariance; the scratch is padded to a multiple of the tile and
  * its padding rows stay zero, and rows never mix in a GEMM). */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <stdarg.h>
@@ -27,9 +29,11 @@ namespace {
 struct mc_block {
   int kind, layer;
   float *norm;            /* [H] pre-norm */
-  float *w_in;            /* [in_rows][H] concatenated input projection */
+  /* GEMM weights (w_in, w_out, router, fc1, fc2, sh_in, sh_down): fp32 or bf16 elements, as the
+   * model's GEMM precision (mc_model.prec) says */
+  void *w_in;             /* [in_rows][H] concatenated input projection */
   int64_t in_rows;
-  float *w_out;           /* [H][out_cols] output projection (MLP: down) */
+  void *w_out;            /* [H][out_cols] output projection (MLP: down) */
   int64_t out_cols;
   float *conv_w;          /* [conv_dim][K] SSM blocks */
   float *conv_b;          /* [conv_dim] Mamba-2 with conv bias, else NULL */
@@ -38,16 +42,16 @@ struct mc_block {
   float *vnorm;           /* GDN [dv]; Mamba-2 [d_inner] (per group slices) */
   float *q_norm, *k_norm; /* [head_dim] Qwen attention, else NULL */
   /* MoE blocks (w_in, w_out unused) */
-  float *router;          /* [router_rows][H]: E router rows, then Qwen's shared-expert gate row */
+  void *router;           /* [router_rows][H]: E router rows, then Qwen's shared-expert gate row */
   int64_t router_rows;
   float *corr_bias;       /* [E] Nemotron-H, else NULL */
   float *e_gate;          /* [E][I][Din] Qwen, else NULL */
   float *e_up;            /* [E][I][Din] */
   float *e_down;          /* [E][Din][I] */
-  float *fc1, *fc2;       /* [latent][H], [H][latent] or NULL */
-  float *sh_in;           /* [sh_rows][H] shared expert: [gate | up] (Qwen) or up, or NULL */
+  void *fc1, *fc2;        /* [latent][H], [H][latent] or NULL */
+  void *sh_in;            /* [sh_rows][H] shared expert: [gate | up] (Qwen) or up, or NULL */
   int64_t sh_rows, Is;    /* 2 Is or Is; 0 without a shared expert */
-  float *sh_down;         /* [H][Is] */
+  void *sh_down;          /* [H][Is] */
   int64_t Din;            /* expert input width: latent, or H */
 };
 
@@ -73,7 +77,8 @@ struct mc_model {
   const model *cpu;
   float *embed;      /* [V][H] */
   float *final_norm; /* [H] */
-  float *lm_head;    /* [V][H]; == embed when tied */
+  void *lm_head;     /* [V][H] in the GEMM precision; == embed when tied and fp32 */
+  mc_gemm_prec prec; /* GEMM weights and inputs: fp32, or bf16 with fp32 accumulation */
   int nblocks;
   mc_block *blocks;  /* [nblocks] host array of device pointers */
   int64_t bytes;
@@ -107,11 +112,64 @@ float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullpt
   return d;
 }
 
+/* dst[i] = bf16(src[i]), round to nearest even (NaN stays NaN, overflow goes to infinity) */
+__global__ void f32_to_bf16_kernel(const float *__restrict__ src /* [n] */,
+                                   __nv_bfloat16 *__restrict__ dst /* [n] */, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+int f32_to_bf16(const float *src /* [n] */, __nv_bfloat16 *dst /* [n] */, int64_t n,
+                cudaStream_t s) {
+  if (n <= 0) return 0;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65535 * 8) blocks = 65535 * 8;
+  f32_to_bf16_kernel<<<(unsigned)blocks, 256, 0, s>>>(src, dst, n);
+  return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+/* A GEMM weight from up to four host pieces laid end to end, in the model's GEMM precision:
+ * fp32 exactly as upload(); bf16 through an fp32 staging buffer on the device (chunks of at most
+ * 2^26 floats) and f32_to_bf16. */
+void *upload_w(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullptr,
+               int64_t n1 = 0, const float *p2 = nullptr, int64_t n2 = 0,
+               const float *p3 = nullptr, int64_t n3 = 0) {
+  if (g->prec == MC_GEMM_FP32) return upload(g, p0, n0, p1, n1, p2, n2, p3, n3);
+  const int64_t n = n0 + n1 + n2 + n3, chunk = (int64_t)1 << 26;
+  __nv_bfloat16 *d = nullptr;
+  float *stage = nullptr; /* [min(n, chunk)] */
+  if (n <= 0 || cudaMalloc(&d, (size_t)n * sizeof(__nv_bfloat16)) != cudaSuccess) return nullptr;
+  if (cudaMalloc(&stage, (size_t)(n < chunk ? n : chunk) * sizeof(float)) != cudaSuccess) {
+    cudaFree(d);
+    return nullptr;
+  }
+  const float *ps[4] = {p0, p1, p2, p3};
+  const int64_t ns[4] = {n0, n1, n2, n3};
+  int64_t at = 0;
+  int ok = 1;
+  for (int i = 0; ok && i < 4; i++)
+    for (int64_t j = 0; ok && j < ns[i]; j += chunk) {
+      const int64_t m = ns[i] - j < chunk ? ns[i] - j : chunk;
+      ok = cudaMemcpy(stage, ps[i] + j, (size_t)m * sizeof(float), cudaMemcpyHostToDevice) ==
+               cudaSuccess &&
+           f32_to_bf16(stage, d + at, m, 0) == 0 && cudaDeviceSynchronize() == cudaSuccess;
+      at += m;
+    }
+  cudaFree(stage);
+  if (!ok) {
+    cudaFree(d);
+    return nullptr;
+  }
+  g->bytes += n * (int64_t)sizeof(__nv_bfloat16);
+  return d;
+}
+
 void block_free(mc_block *b) {
-  float *ps[] = {b->norm,   b->w_in,   b->w_out,  b->conv_w, b->conv_b,    b->A_log,
-                 b->dt_bias, b->D,      b->vnorm,  b->q_norm, b->k_norm,    b->router,
-                 b->corr_bias, b->e_gate, b->e_up, b->e_down, b->fc1,      b->fc2,
-                 b->sh_in,  b->sh_down};
+  void *ps[] = {b->norm,    b->w_in,      b->w_out,  b->conv_w, b->conv_b, b->A_log, b->dt_bias,
+                b->D,       b->vnorm,     b->q_norm, b->k_norm, b->router, b->corr_bias,
+                b->e_gate,  b->e_up,      b->e_down, b->fc1,    b->fc2,    b->sh_in,
+                b->sh_down};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) cudaFree(ps[i]);
   memset(b, 0, sizeof *b);
 }
@@ -127,10 +185,10 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
     case BK_GDN: {
       const int64_t conv_dim = conv_channels(c, BK_GDN), vd = c->gdn_hv * c->gdn_dv;
       b->in_rows = conv_dim + vd + 2 * c->gdn_hv;
-      b->w_in = upload(g, w->gdn.w_qkv, conv_dim * H, w->gdn.w_z, vd * H, w->gdn.w_b,
-                       c->gdn_hv * H, w->gdn.w_a, c->gdn_hv * H);
+      b->w_in = upload_w(g, w->gdn.w_qkv, conv_dim * H, w->gdn.w_z, vd * H, w->gdn.w_b,
+                         c->gdn_hv * H, w->gdn.w_a, c->gdn_hv * H);
       b->out_cols = vd;
-      b->w_out = upload(g, w->gdn.w_out, H * vd);
+      b->w_out = upload_w(g, w->gdn.w_out, H * vd);
       b->conv_w = upload(g, w->gdn.conv_w, conv_dim * c->gdn_kernel);
       b->A_log = upload(g, w->gdn.A_log, c->gdn_hv);
       b->dt_bias = upload(g, w->gdn.dt_bias, c->gdn_hv);
@@ -140,9 +198,9 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
     case BK_MAMBA2: {
       const int64_t conv_dim = conv_channels(c, BK_MAMBA2), di = c->m_heads * c->m_head_dim;
       b->in_rows = di + conv_dim + c->m_heads;
-      b->w_in = upload(g, w->mamba.w_in, b->in_rows * H);
+      b->w_in = upload_w(g, w->mamba.w_in, b->in_rows * H);
       b->out_cols = di;
-      b->w_out = upload(g, w->mamba.w_out, H * di);
+      b->w_out = upload_w(g, w->mamba.w_out, H * di);
       b->conv_w = upload(g, w->mamba.conv_w, conv_dim * c->m_kernel);
       if (w->mamba.conv_b && !(b->conv_b = upload(g, w->mamba.conv_b, conv_dim))) return -1;
       b->A_log = upload(g, w->mamba.A_log, c->m_heads);
@@ -158,9 +216,9 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
       const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
       const int64_t qrows = gated ? 2 * qd : qd;
       b->in_rows = qrows + 2 * kvd;
-      b->w_in = upload(g, w->attn.w_q, qrows * H, w->attn.w_k, kvd * H, w->attn.w_v, kvd * H);
+      b->w_in = upload_w(g, w->attn.w_q, qrows * H, w->attn.w_k, kvd * H, w->attn.w_v, kvd * H);
       b->out_cols = qd;
-      b->w_out = upload(g, w->attn.w_o, H * qd);
+      b->w_out = upload_w(g, w->attn.w_o, H * qd);
       if (gated) {
         b->q_norm = upload(g, w->attn.q_norm, c->head_dim);
         b->k_norm = upload(g, w->attn.k_norm, c->head_dim);
@@ -172,10 +230,10 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
     case BK_RELU2: {
       const int64_t I = w->mlp.I;
       b->in_rows = w->kind == BK_SWIGLU ? 2 * I : I;
-      b->w_in = w->kind == BK_SWIGLU ? upload(g, w->mlp.w_gate, I * H, w->mlp.w_up, I * H)
-                                     : upload(g, w->mlp.w_up, I * H);
+      b->w_in = w->kind == BK_SWIGLU ? upload_w(g, w->mlp.w_gate, I * H, w->mlp.w_up, I * H)
+                                     : upload_w(g, w->mlp.w_up, I * H);
       b->out_cols = I;
-      b->w_out = upload(g, w->mlp.w_down, H * I);
+      b->w_out = upload_w(g, w->mlp.w_down, H * I);
       return b->w_in && b->w_out ? 0 : -1;
     }
     case BK_QMOE:
@@ -185,23 +243,23 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
       if (c->topk < 1 || c->topk > E || c->topk_group > 64) return 1;
       b->Din = Din;
       b->router_rows = E + (mw->shared_gate ? 1 : 0);
-      b->router = upload(g, mw->router, E * H, mw->shared_gate, mw->shared_gate ? H : 0);
+      b->router = upload_w(g, mw->router, E * H, mw->shared_gate, mw->shared_gate ? H : 0);
       if (mw->corr_bias && !(b->corr_bias = upload(g, mw->corr_bias, E))) return -1;
       if (mw->w_gate && !(b->e_gate = upload(g, mw->w_gate, E * I * Din))) return -1;
       b->e_up = upload(g, mw->w_up, E * I * Din);
       b->e_down = upload(g, mw->w_down, E * Din * I);
       if (mw->fc1_latent) {
-        b->fc1 = upload(g, mw->fc1_latent, Din * H);
-        b->fc2 = upload(g, mw->fc2_latent, H * Din);
+        b->fc1 = upload_w(g, mw->fc1_latent, Din * H);
+        b->fc2 = upload_w(g, mw->fc2_latent, H * Din);
         if (!b->fc1 || !b->fc2) return -1;
       }
       b->Is = mw->shared.I;
       if (b->Is > 0) {
         b->sh_rows = mw->shared.w_gate ? 2 * b->Is : b->Is;
-        b->sh_in = mw->shared.w_gate ? upload(g, mw->shared.w_gate, b->Is * H, mw->shared.w_up,
-                                              b->Is * H)
-                                     : upload(g, mw->shared.w_up, b->Is * H);
-        b->sh_down = upload(g, mw->shared.w_down, H * b->Is);
+        b->sh_in = mw->shared.w_gate ? upload_w(g, mw->shared.w_gate, b->Is * H,
+                                                mw->shared.w_up, b->Is * H)
+                                     : upload_w(g, mw->shared.w_up, b->Is * H);
+        b->sh_down = upload_w(g, mw->shared.w_down, H * b->Is);
         if (!b->sh_in || !b->sh_down) return -1;
       }
       if (w->kind == BK_NMOE && !b->corr_bias) return 1;
@@ -215,11 +273,19 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
 }  // namespace
 
 extern "C" int mc_model_upload(const model *m, mc_model **out, char *err, size_t errlen) {
+  return mc_model_upload_prec(m, MC_GEMM_FP32, out, err, errlen);
+}
+
+extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model **out, char *err,
+                                    size_t errlen) {
   *out = nullptr;
   if (mc_device_check(err, errlen) != 0) return RSSM_ERR_INPUT;
+  if (prec != MC_GEMM_FP32 && prec != MC_GEMM_BF16)
+    return fail(err, errlen, "GEMM precision %d (expected fp32 or bf16)", (int)prec), RSSM_ERR_INPUT;
   mc_model *g = (mc_model *)calloc(1, sizeof *g);
   if (!g) return fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
   g->cpu = m;
+  g->prec = prec;
   const model_config *c = &m->cfg;
   const int64_t H = c->H, V = c->V;
   g->nblocks = m->nblocks;
@@ -232,7 +298,9 @@ extern "C" int mc_model_upload(const model *m, mc_model **out, char *err, size_t
   if (rc == RSSM_OK) {
     g->embed = upload(g, m->embed, V * H);
     g->final_norm = upload(g, m->final_norm, H);
-    g->lm_head = m->lm_head == m->embed ? g->embed : upload(g, m->lm_head, V * H);
+    /* tied: the embedding itself in fp32; a bf16 copy of it for bf16 GEMMs */
+    g->lm_head = m->lm_head == m->embed && prec == MC_GEMM_FP32 ? (void *)g->embed
+                                                                : upload_w(g, m->lm_head, V * H);
     if (!g->embed || !g->final_norm || !g->lm_head) {
       rc = RSSM_ERR_IO;
       fail(err, errlen, "out of device memory for the embedding and lm_head (%lld floats)",
@@ -279,6 +347,10 @@ extern "C" void mc_model_free(mc_model *g) {
 }
 
 extern "C" int64_t mc_model_bytes(const mc_model *g) { return g ? g->bytes : 0; }
+extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
+extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
+  return p == MC_GEMM_BF16 ? "bf16" : "fp32";
+}
 
 /* ------------------------------------------------------------------ batch ------------------ */
 
@@ -290,6 +362,8 @@ struct mc_batch {
   cudaStream_t stream;
   cublasHandle_t blas;
   void *blas_ws;             /* cuBLAS workspace (no allocation inside a step or a capture) */
+  __nv_bfloat16 *xb;         /* [Rpad][gemm_cols] bf16 GEMM input (bf16 models only, else NULL) */
+  int64_t gemm_cols;         /* the widest GEMM input (bf16 models) */
   /* per block (NULL where the block has none) */
   float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */
   float **kc, **vc;          /* [nblocks] -> [R][max_ctx][nKV][D] */
@@ -377,12 +451,27 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
-/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile. */
-int gemm(mc_batch *b, const float *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
+/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile.
+ * fp32 models: cublasSgemm (fp32 in, fp32 math without TF32, fp32 out). bf16 models: X rounded
+ * to bf16 (round to nearest even) into xb, then cublasGemmEx with bf16 W and X, fp32 accumulation
+ * (CUBLAS_COMPUTE_32F) and fp32 Y, on the same tiles. */
+int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
          float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const float one = 1.0f, zero = 0.0f;
+  if (b->g->prec == MC_GEMM_BF16) {
+    if (cols > b->gemm_cols || f32_to_bf16(X, b->xb, (int64_t)b->Rpad * cols, b->stream) != 0)
+      return -1;
+    for (int r0 = 0; r0 < b->Rpad; r0 += MC_ROW_TILE)
+      if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one,
+                       W, CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF,
+                       (int)cols, &zero, Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    return 0;
+  }
+  const float *Wf = (const float *)W; /* [rows][cols] */
   for (int r0 = 0; r0 < b->Rpad; r0 += MC_ROW_TILE)
-    if (cublasSgemm(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, W,
+    if (cublasSgemm(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, Wf,
                     (int)cols, X + (int64_t)r0 * cols, (int)cols, &zero, Y + (int64_t)r0 * ldy,
                     (int)ldy) != CUBLAS_STATUS_SUCCESS)
       return -1;
@@ -437,7 +526,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
   void *ds[] = {b->h, b->u, b->y, b->proj, b->act, b->cv, b->e_alpha, b->e_beta, b->e_v,
                 b->e_o, b->e_k, b->e_q, b->aq, b->part_ml, b->part_acc, b->logits,
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
-                b->blas_ws, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
+                b->blas_ws, b->xb, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
                 b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
@@ -505,6 +594,9 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
     }
   }
   if (m->n_attn > 0) need += R * c->n_heads * nchunk * (2 + c->head_dim) * F + R * qd * F;
+  /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
+  const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
+  if (g->prec == MC_GEMM_BF16) need += Rp * gemm_cols * 2;
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
     mc_batch_free(b);
@@ -573,6 +665,10 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
        DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
        DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, K * 8) == 0 &&
        DALLOC(b, b->pos_d, R * 4) == 0;
+  if (ok && g->prec == MC_GEMM_BF16) {
+    b->gemm_cols = gemm_cols;
+    ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
+  }
   if (ok && m->n_attn > 0) {
     ok = DALLOC(b, b->aq, R * qd * F) == 0 &&
          DALLOC(b, b->part_ml, R * c->n_heads * nchunk * 2 * F) == 0 &&

@@ -35,13 +35,29 @@ extern "C" {
 typedef struct mc_model mc_model;
 typedef struct mc_batch mc_batch;
 
+/* GEMM precision of a device model, the same for every configuration and row of its batches
+ * (docs/gpu-runtime.md, "What the GPU path computes"):
+ *  MC_GEMM_FP32 (the default, and the only one `run` and `logits` use): fp32 weights, cublasSgemm
+ *    with CUBLAS_DEFAULT_MATH (no TF32);
+ *  MC_GEMM_BF16: the GEMM weights (every projection, router, latent and shared-expert matrix, the
+ *    lm_head) stored bf16 (round to nearest even), each GEMM input rounded to bf16 the same way,
+ *    products accumulated in fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F, tensor cores) and written
+ *    fp32. Everything else (embedding gather, norms, SSM engine, attention, routed experts,
+ *    metrics) stays fp32. For throughput measurements (`bench e2e --gemm bf16`). */
+typedef enum { MC_GEMM_FP32 = 0, MC_GEMM_BF16 = 1 } mc_gemm_prec;
+
 /* Device copy of m's weights. m must outlive the returned model (its config is read from it).
  * Returns RSSM_OK, RSSM_ERR_INPUT (unsupported block, e.g. MoE) or RSSM_ERR_IO (no device, out
  * of device memory), with one line in err. */
 int mc_model_upload(const model *m, mc_model **out, char *err, size_t errlen);
+/* The same with an explicit GEMM precision (mc_model_upload is MC_GEMM_FP32). */
+int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model **out, char *err,
+                         size_t errlen);
 void mc_model_free(mc_model *g);
 /* Bytes of device memory the weights take. */
 int64_t mc_model_bytes(const mc_model *g);
+mc_gemm_prec mc_model_prec(const mc_model *g);
+const char *mc_gemm_prec_name(mc_gemm_prec p); /* "fp32", "bf16" */
 
 /* cfgs [C]: the SSM strategy of each configuration (no spec); K windows with global ids
  * sequences [K] (seed stochastic rounding as on the CPU); max_ctx: positions the KV caches hold.

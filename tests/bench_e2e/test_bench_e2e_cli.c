@@ -1,8 +1,10 @@
 /* `replayssm bench e2e` without a GPU (the CPU machine of CI): one clear line and exit status 2,
  * both for a machine without a device and for a build without CUDA; usage errors are exit 2 with
- * one line; --help is exit 0. Runs the command's own program (replayssm_bench_e2e, the same
+ * one line; --help is exit 0; --dry-run prints the byte model without a device (checked against
+ * the state bytes of the Qwen3.5-4B shape computed here by hand). Runs the command's own program (replayssm_bench_e2e, the same
  * bench_e2e_main) and, when this replayssm has the `bench` command, `replayssm bench e2e`. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,31 @@ Test(bench_e2e_cli, help_is_exit_0) {
   char *e = NULL, *o = NULL;
   cr_assert_eq(run(argv, &e, &o), 0, "%s", e ? e : "");
   cr_assert(o && strstr(o, "usage: replayssm bench e2e") && strstr(o, "streams/s"), "%s", o ? o : "");
+  free(e);
+  free(o);
+}
+
+/* --dry-run: the byte model from the config alone. Qwen3.5-4B, K = 64, conventional fp32 state:
+ * 24 GDN layers x 64 rows x (state read + write: 2 x 32 heads x 128 x 128 x 4 B, plus the conv
+ * window read + write: 2 x 3 x 8192 x 4 B) = 6.74444 GB; weights fp32 ~16.82 GB (4.2 G floats),
+ * bf16 about half. */
+Test(bench_e2e_cli, dry_run_byte_model) {
+  char *argv[] = {(char *)RSSM_BENCH_BIN, (char *)"--shape",
+                  (char *)RSSM_SOURCE_DIR "/bench/configs/qwen3.5-4b", (char *)"--streams",
+                  (char *)"64", (char *)"--gemm", (char *)"fp32,bf16", (char *)"--dry-run", NULL};
+  char *e = NULL, *o = NULL;
+  cr_assert_eq(run(argv, &e, &o), 0, "%s", e ? e : "");
+  const double state = 64.0 * 24.0 * (2.0 * 32 * 128 * 128 * 4 + 2.0 * 3 * 8192 * 4) * 1e-9;
+  char want[64];
+  snprintf(want, sizeof want, "state %.6g,", state);
+  cr_assert(o && strstr(o, want), "expected '%s' in: %s", want, o ? o : "");
+  double w32 = 0, w16 = 0;
+  const char *p32 = strstr(o, "gemm=fp32"), *p16 = strstr(o, "gemm=bf16");
+  cr_assert(p32 && p16, "%s", o);
+  cr_assert(sscanf(strstr(p32, "weights"), "weights %lf", &w32) == 1);
+  cr_assert(sscanf(strstr(p16, "weights"), "weights %lf", &w16) == 1);
+  cr_assert(w32 > 16.7 && w32 < 17.0, "fp32 weights %g GB", w32);
+  cr_assert(fabs(w16 - w32 / 2) < 0.01 * w32, "bf16 weights %g GB, fp32 %g GB", w16, w32);
   free(e);
   free(o);
 }

@@ -11,9 +11,9 @@
 #    cached decoding of the same model and batch (bench/transformers_decode.py), same session;
 # 2. random-weight models of the Qwen3.5-4B and Nemotron-3-Nano-4B shapes at K = 16 and 64:
 #    time per step, byte model, copy bandwidth, fraction of the byte limit, GEMMs and SSM engine
-#    timed alone; fp32 GEMMs and, where this build has them, bf16 GEMMs;
-# 3. a per-block profile (RSSM_CUDA_PROFILE=1, launched steps) of Qwen3.5-4B at K = 64;
-# 4. bench/join_e2e.py: one markdown table with the speed-ups and the targets.
+#    timed alone, and a per-block profile (--profile on: 8 launched steps with
+#    RSSM_CUDA_PROFILE=1); fp32 GEMMs and, where this build has them, bf16 GEMMs;
+# 3. bench/join_e2e.py: one markdown table with the speed-ups and the targets.
 # Files in $OUT (5): session.log, bench_e2e.csv, hf_<model>.json x 2, summary.md.
 # Each command has its own timeout; the whole script stays under 9.5 minutes in the worst case
 # and takes about 4 when nothing hangs.
@@ -60,24 +60,19 @@ run() { # run SECONDS CMD...: log the command, its output and its exit status; n
 
 # 1. fixtures: replayssm, then transformers on the same model and K
 for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
-  run 45 "${E2E[@]}" --model "models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
+  run 40 "${E2E[@]}" --model "models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
     --micro on --out "$CSV"
-  run 90 "$PY" bench/transformers_decode.py --model "models/$m" --streams 16,64 --steps 32 \
+  run 80 "$PY" bench/transformers_decode.py --model "models/$m" --streams 16,64 --steps 32 \
     --warmup 4 --out "$OUT/hf_$m.json"
 done
 
 # 2. the 4B shapes, random weights (about 17 GB fp32 on the host and the device)
 for s in qwen3.5-4b nemotron-3-nano-4b; do
-  run 130 "${E2E[@]}" --shape "$s" --streams 16,64 --steps 32 --warmup 4 --gemm "$GEMM" \
-    --out "$CSV"
+  run 150 "${E2E[@]}" --shape "$s" --streams 16,64 --steps 32 --warmup 4 --gemm "$GEMM" \
+    --profile on --out "$CSV"
 done
 
-# 3. where a 4B step's time goes: events around each block in launched (non-graph) steps
-PROF_GEMM=${GEMM##*,}
-run 70 env RSSM_CUDA_PROFILE=1 "${E2E[@]}" --shape qwen3.5-4b --streams 64 --steps 8 --block 8 \
-  --warmup 2 --graph off --micro off --gemm "$PROF_GEMM"
-
-# 4. the joined table
+# 3. the joined table
 run 20 "$PY" bench/join_e2e.py "$CSV" "$OUT"/hf_*.json --out "$OUT/summary.md"
 echo "bench_e2e_session: done in $(($(date +%s) - T_START)) s" | tee -a "$LOG"
 cat "$OUT/summary.md" 2> /dev/null

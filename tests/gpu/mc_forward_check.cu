@@ -19,12 +19,15 @@
  *  7. checkpoints: rows saved after t0 steps (t0 = 37, between flushes, and 48, right after
  *     one) and loaded into a fresh batch give the same bytes when saved again, and the next 24
  *     steps' logits equal the original batch's bit for bit (resume of `run --device cuda`);
+ *  8. bf16 GEMMs (mc_model_upload_prec): the reference configuration against the CPU fp32 forward
+ *     within the first-order bound of bf16 rounding argued at run_bf16;
  *  6. quantised configurations: printed (max |dkl| over the first 16 steps and the means), not
  *     judged per step (a state element within the GEMM noise of a rounding boundary may round
  *     the other way; see the page).
  * Usage: gpu_check_mc_forward FIXTURE_DIR [steps (default 64)]. Exit 0 when all pass. */
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -302,6 +305,103 @@ static void run_fixture(const char *dir, int N) {
   model_free(&m);
 }
 
+/* Check 8, bf16 GEMMs (mc_model_upload_prec(MC_GEMM_BF16), docs/gpu-runtime.md): the reference
+ * configuration, K = 3 windows, N steps, against the CPU fp32 forward. Each GEMM then uses bf16
+ * weights and inputs (round to nearest even, unit roundoff u = 2^-8) with fp32 accumulation:
+ * every product w_ij x_j carries a relative error of at most 2u + u^2, independent in sign from
+ * term to term, so an output y_i = sum_j w_ij x_j moves by about u sqrt(2 sum_j (w_ij x_j)^2),
+ * i.e. ~u sqrt(2) |y_i| when the terms are of random sign (the fp32 accumulation adds ~k 2^-24,
+ * negligible). The RMSNorms rescale each block input, so to first order a block passes a relative
+ * error on with gain ~1 and adds its own: over the n = 2 nblocks + 1 GEMMs on a step's path
+ * (input and output projection per block, the lm_head) the logits' relative error is typically
+ * ~u sqrt(2 n) (printed beside the median) and the check allows 2u n (0.26 at 16 blocks), a
+ * factor sqrt(2 n) above, while a wrong layout, leading dimension or missing conversion gives
+ * O(1). Also printed: the top-1 agreement. MoE fixtures are skipped (routing near-ties can flip
+ * under bf16 and move a step's logits beyond the bound without any defect). */
+static void run_bf16(const char *dir, int N) {
+  model m;
+  char err[1024];
+  if (model_load(dir, &m, err, sizeof err) != RSSM_OK) {
+    printf("bf16 %s: FAIL loading: %s\n", dir, err);
+    g_fail++;
+    return;
+  }
+  for (int i = 0; i < m.nblocks; i++)
+    if (m.blocks[i].kind == BK_QMOE || m.blocks[i].kind == BK_NMOE) {
+      printf("bf16 %-23s skipped (MoE)\n", dir);
+      model_free(&m);
+      return;
+    }
+  const int64_t V = m.cfg.V;
+  const int K = 3;
+  mc_model *g = nullptr;
+  mc_batch *b = nullptr;
+  ssm_config cfg;
+  uint32_t seqs[3] = {0, 1, 2};
+  if (ssm_config_parse("conventional state=fp32", &cfg, err, sizeof err) != 0 ||
+      mc_model_upload_prec(&m, MC_GEMM_BF16, &g, err, sizeof err) != RSSM_OK ||
+      mc_batch_build(&b, g, &cfg, 1, K, 5, seqs, N + 1, err, sizeof err) != RSSM_OK) {
+    printf("bf16 %s: FAIL setup: %s\n", dir, err);
+    g_fail++;
+    mc_model_free(g);
+    model_free(&m);
+    return;
+  }
+  mc_batch_use_graph(b, 1);
+  std::vector<model_state> st((size_t)K);
+  for (int k = 0; k < K; k++)
+    if (model_state_build(&st[(size_t)k], &m, &cfg, 5, seqs[k], N + 1, err, sizeof err) != RSSM_OK) {
+      printf("cpu state: %s\n", err);
+      exit(1);
+    }
+  std::vector<float> lg((size_t)(K * V)), lc((size_t)(K * V));
+  std::vector<double> rel;
+  int top1_same = 0, steps = 0;
+  const double u = 0x1p-8, bound = 2.0 * u * (2.0 * m.nblocks + 1.0);
+  for (int t = 0; t < N; t++) {
+    int64_t x[3];
+    for (int k = 0; k < K; k++) x[k] = (int64_t)(rnd_u32((uint64_t)(k * (N + 1) + t), 8) % (uint32_t)V);
+    if (mc_batch_step(b, x, nullptr, lg.data(), nullptr, err, sizeof err) != RSSM_OK) {
+      printf("bf16 %s: FAIL step %d: %s\n", dir, t, err);
+      g_fail++;
+      break;
+    }
+    for (int k = 0; k < K; k++) {
+      if (model_forward(&st[(size_t)k], &x[k], 1, &lc[(size_t)k * (size_t)V], err, sizeof err) !=
+              RSSM_OK ||
+          model_commit(&st[(size_t)k], 1) != 0) {
+        printf("cpu forward: %s\n", err);
+        exit(1);
+      }
+      double e = 0.0, mx = 0.0;
+      int64_t ag = 0, ac = 0;
+      for (int64_t i = 0; i < V; i++) {
+        const double a = lg[(size_t)(k * V + i)], c = lc[(size_t)(k * V + i)];
+        e = fmax(e, fabs(a - c));
+        mx = fmax(mx, fabs(c));
+        if (a > lg[(size_t)(k * V + ag)]) ag = i;
+        if (c > lc[(size_t)(k * V + ac)]) ac = i;
+      }
+      rel.push_back(mx > 0 ? e / mx : (e > 0 ? 1e9 : 0.0));
+      top1_same += ag == ac;
+      steps++;
+    }
+  }
+  std::vector<double> sorted = rel;
+  std::sort(sorted.begin(), sorted.end());
+  const double worst = sorted.empty() ? 0.0 : sorted.back();
+  const double med = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+  const int ok = !sorted.empty() && worst <= bound && (int)rel.size() == N * K;
+  if (!ok) g_fail++;
+  printf("bf16 %-23s %s  logits vs CPU fp32: max %.3g (<= %.3g = 2u n, n = %d GEMMs), median "
+         "%.3g (u sqrt(2 n) = %.3g), top-1 agreement %d/%d\n", dir, ok ? "ok  " : "FAIL", worst,
+         bound, 2 * m.nblocks + 1, med, u * sqrt(2.0 * (2.0 * m.nblocks + 1.0)), top1_same, steps);
+  for (auto &s : st) model_state_free(&s);
+  mc_batch_free(b);
+  mc_model_free(g);
+  model_free(&m);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpu_check_mc_forward FIXTURE_DIR [steps]\n");
@@ -319,6 +419,11 @@ int main(int argc, char **argv) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/%s", argv[1], f);
     run_fixture(dir, N < 1 ? 1 : N);
+  }
+  for (const char *f : fixtures) { /* 8: bf16 GEMMs */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", argv[1], f);
+    run_bf16(dir, N < 1 ? 1 : N);
   }
   printf("%s: %d failing fixture(s)\n", g_fail ? "FAIL" : "ok", g_fail);
   return g_fail ? 1 : 0;
