@@ -419,7 +419,7 @@ static const char *base_name(const char *p) {
 /* 2 x bytes / time of a device-to-device copy of `bytes` (median of 9 after one warm-up), in
  * bytes per second; 0 when the buffers cannot be allocated. */
 static double copy_bandwidth(int64_t bytes) {
-  void *a = NULL, *b = NULL;
+  void *a = NULL, *b = NULL; /* [bytes] each */
   cudaStream_t s = NULL;
   cudaEvent_t e0 = NULL, e1 = NULL;
   double bw = 0;
@@ -428,7 +428,7 @@ static double copy_bandwidth(int64_t bytes) {
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
       cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
       cudaMemsetAsync(a, 1, (size_t)bytes, s) == cudaSuccess) {
-    double t[9];
+    double t[9]; /* seconds per copy */
     int ok = cudaMemcpyAsync(b, a, (size_t)bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
     for (int i = 0; ok && i < 9; i++) {
       float ms = 0;
@@ -455,8 +455,9 @@ static double copy_bandwidth(int64_t bytes) {
  * when it cannot run. */
 static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t cols, int bf16) {
   const size_t es = bf16 ? 2 : 4;
-  void *W = NULL, *X = NULL;
-  float *Y = NULL;
+  void *W = NULL;  /* [rows][cols] fp32 or bf16 */
+  void *X = NULL;  /* [MC_ROW_TILE][cols] fp32 or bf16 */
+  float *Y = NULL; /* [MC_ROW_TILE][rows] */
   cudaEvent_t e0 = NULL, e1 = NULL;
   double out = -1;
   if (cudaMalloc(&W, (size_t)(rows * cols) * es) == cudaSuccess &&
@@ -466,7 +467,7 @@ static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t 
       cudaMemsetAsync(W, 0x3c, (size_t)(rows * cols) * es, s) == cudaSuccess && /* ~0.0115 */
       cudaMemsetAsync(X, 0x3c, (size_t)(MC_ROW_TILE * cols) * es, s) == cudaSuccess) {
     const float one = 1.0f, zero = 0.0f;
-    double t[10];
+    double t[10]; /* seconds per call */
     int ok = 1;
     for (int i = 0; ok && i < 13; i++) {
       if (i >= 3) ok = cudaEventRecord(e0, s) == cudaSuccess;
@@ -830,7 +831,7 @@ int bench_e2e_main(int argc, char **argv) {
     for (int ki = 0; ki < nK && status == 0; ki++) {
       const int K = Ks[ki];
       /* tokens [K][total_steps + 1]: random ids, the target of step t is token t + 1 */
-      int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok);
+      int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok); /* [K][T+1] */
       int64_t *x = malloc((size_t)K * sizeof *x), *y = malloc((size_t)K * sizeof *y); /* [K] */
       uint32_t *seqs = malloc((size_t)K * sizeof *seqs);                             /* [K] */
       if (!tok || !x || !y || !seqs) {

@@ -20,7 +20,7 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* ---- the plan: every array to allocate, and how to fill it ------------------------------------ */
+/* ---- the plan: every array to allocate, and how to fill it --- */
 
 typedef enum { FILL_UNIFORM = 0, FILL_CONST, FILL_A_LOG, FILL_DT_BIAS } fill_kind;
 
@@ -56,7 +56,7 @@ static float *arr(planner *P, int64_t n, fill_kind kind, float a) {
   if (n <= 0) n = 1;
   if (P->njobs == P->cap) {
     int nc = P->cap ? 2 * P->cap : 256;
-    fill_job *nj = realloc(P->jobs, (size_t)nc * sizeof *nj);
+    fill_job *nj = realloc(P->jobs, (size_t)nc * sizeof *nj); /* [nc] */
     if (!nj) {
       P->failed = 1;
       return NULL;
@@ -90,7 +90,7 @@ static float *mat(planner *P, int64_t rows, int64_t cols) {
 static float *ones(planner *P, int64_t n) { return arr(P, n, FILL_CONST, 1.0f); }
 static float *zeros(planner *P, int64_t n) { return arr(P, n, FILL_CONST, 0.0f); }
 
-/* ---- the fill ----------------------------------------------------------------------------------- */
+/* ---- the fill --- */
 
 static float value_at(const fill_job *j, int64_t i) {
   if (j->kind == FILL_CONST) return j->a;
@@ -174,7 +174,7 @@ static int fill_all(const planner *P, int threads) {
   return 0;
 }
 
-/* ---- the arrays of each block kind, as model_load makes them ------------------------------------ */
+/* ---- the arrays of each block kind, as model_load makes them --- */
 
 static void plan_mlp(planner *P, mlp_weights *w, int64_t H, int64_t I, int gated) {
   w->I = I;
