@@ -50,7 +50,7 @@
 #define USAGE                                                                                   \
   "replayssm bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
   "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
-  "                        [--out FILE.csv|FILE.json]"
+  "                        [--kernels v2|legacy] [--out FILE.csv|FILE.json]"
 
 #define MAX_LIST 32
 #define CMD "bench kernels"
@@ -87,6 +87,7 @@ typedef struct {
   int iters, warmup, check_batch, quick;
   double skip_threshold;
   const char *out;
+  const char *kernels; /* "v2" or "legacy" (RSSM_SSM_KERNELS for ssm_cuda_build) */
 } options;
 
 /* ------------------------------------------------------------------------------------------------
@@ -836,7 +837,8 @@ done:
  * Output files
  * --------------------------------------------------------------------------------------------- */
 
-static int write_results(const char *path, const results *rs, const char *device, double copy_gbps, const char *date) {
+static int write_results(const char *path, const results *rs, const char *device, double copy_gbps, const char *date,
+                         const char *kernels) {
   size_t n = strlen(path);
   int json = n >= 5 && strcmp(path + n - 5, ".json") == 0;
   char tmp[4096];
@@ -847,9 +849,11 @@ static int write_results(const char *path, const results *rs, const char *device
     return 1;
   }
   if (json) {
-    fprintf(f, "{\"device\": \"%s\", \"date\": \"%s\", \"copy_gbps\": %.1f, \"rows\": [\n", device, date, copy_gbps);
+    fprintf(f, "{\"device\": \"%s\", \"date\": \"%s\", \"kernels\": \"%s\", \"copy_gbps\": %.1f, \"rows\": [\n", device,
+            date, kernels, copy_gbps);
   } else {
-    fprintf(f, "# replayssm bench kernels; device %s; %s; copy bandwidth %.1f GB/s\n", device, date, copy_gbps);
+    fprintf(f, "# replayssm bench kernels; device %s; %s; %s kernels; copy bandwidth %.1f GB/s\n", device, date,
+            kernels, copy_gbps);
     fprintf(f,
             "part,shape,kind,config,variant,B,L,T,a,copies,us,us_nonflush,us_flush,model_bytes,gbps,pct_copy,"
             "rel_conv,model_ratio,model_ratio_paper,check\n");
@@ -905,6 +909,8 @@ static void print_help(void) {
          "  --check-batch N  rows of each bit-identity check (default 6)\n"
          "  --skip-threshold X  Appendix F decay threshold (default 1e-3)\n"
          "  --quick          batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays\n"
+         "  --kernels K      v2 (default) or legacy: the engine's kernel version (sets\n"
+         "                   RSSM_SSM_KERNELS; docs/ssm-cuda.md, \"Kernel versions\")\n"
          "  --out FILE       every measurement as CSV, or JSON when FILE ends in .json\n"
          "\n"
          "Exit status: 0 ran and every check passed; 1 a check failed or a CUDA error; 2 bad\n"
@@ -933,6 +939,8 @@ static int parse_args(int argc, char **argv, options *o) {
   o->nshapes = N_SHAPES;
   for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
   const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
+  const char *env = getenv("RSSM_SSM_KERNELS");
+  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : "v2";
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     int m;
@@ -957,6 +965,7 @@ static int parse_args(int argc, char **argv, options *o) {
     OPT("--check-batch", cb)
     OPT("--skip-threshold", thr)
     OPT("--out", o->out)
+    OPT("--kernels", o->kernels)
 #undef OPT
     cli_error(CMD, "unknown argument '%s' (see replayssm bench kernels --help)", argv[i]);
     return 2;
@@ -1057,6 +1066,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     o->skip_threshold = x;
   }
+  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0) {
+    cli_error(CMD, "--kernels '%s': expected v2 or legacy", o->kernels);
+    return 2;
+  }
   if (o->out && !*o->out) {
     cli_error(CMD, "--out: empty file name");
     return 2;
@@ -1075,6 +1088,11 @@ int bench_kernels_main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc != 0) return rc;
+  /* ssm_cuda_build reads the kernel version from the environment */
+  if (setenv("RSSM_SSM_KERNELS", o.kernels, 1) != 0) {
+    cli_error(CMD, "cannot set RSSM_SSM_KERNELS");
+    return 1;
+  }
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev < 1) {
@@ -1096,8 +1114,8 @@ int bench_kernels_main(int argc, char **argv) {
   if (copy <= 0.0) return 1;
   printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
          kg, mg, copy);
-  printf("timing: median of %d graph replays after %d warm-up; checks on %d rows\n", o.iters, o.warmup,
-         o.check_batch);
+  printf("timing: median of %d graph replays after %d warm-up; checks on %d rows; %s kernels\n", o.iters,
+         o.warmup, o.check_batch, o.kernels);
   fflush(stdout);
 
   static checks ck;
@@ -1123,7 +1141,7 @@ int bench_kernels_main(int argc, char **argv) {
     if (!(o.parts & part_bit[p])) continue;
     for (int i = 0; i < o.nshapes && rc == 0; i++) {
       part_fn[p](&bn, o.shapes[i]);
-      if (o.out && write_results(o.out, &rs, dev, copy, date) != 0) rc = 1;
+      if (o.out && write_results(o.out, &rs, dev, copy, date, o.kernels) != 0) rc = 1;
     }
   }
   if (o.out && rc == 0) printf("\nwrote %d rows to %s\n", rs.n, o.out);

@@ -15,7 +15,6 @@ namespace {
 
 constexpr int SN_MAXM = 8;   /* elements of a state row per lane: dk <= 256 */
 constexpr int SN_WARPS = 8;  /* warps per block */
-constexpr int SN_ROWS = 2;   /* state rows per warp in flight (as the engine's materialisation) */
 
 __device__ inline float butterfly(float p) {
   for (int off = RSSM_DOT_LANES / 2; off >= 1; off >>= 1) p = p + __shfl_xor_sync(0xffffffffu, p, off);
@@ -23,28 +22,50 @@ __device__ inline float butterfly(float p) {
 }
 
 /* Warp-32 dot (ssm_math.h item 1) of a row in registers with y [dk]. */
-__device__ inline float dot_regs(const float *x /* [SN_MAXM] */, const float *y /* [dk] */, int dk, int lane) {
+template <int M>
+__device__ inline float dot_regs(const float *x /* [M] */, const float *y /* [dk] */, int dk, int lane) {
   float p = 0.0f;
 #pragma unroll
-  for (int m = 0; m < SN_MAXM; m++) {
+  for (int m = 0; m < M; m++) {
     int c = lane + 32 * m;
     if (c < dk) p = p + x[m] * y[c];
   }
   return butterfly(p);
 }
 
-/* Grid (H, B), SN_WARPS warps. Each warp runs SN_ROWS state rows of head blockIdx.x of row
- * blockIdx.y through the T drafts: per draft (GDN) u = beta (v - alpha S_row . k), the fold
- * S_row = alpha S_row + x k, the output S_row . q, and the store of S_row into the draft's
- * snapshot slot: the operations of a conventional CPU step, in its order. */
-__global__ void __launch_bounds__(SN_WARPS * 32)
+/* Grid (H, B), SN_WARPS warps. Each warp runs R state rows of head blockIdx.x of row blockIdx.y
+ * through the T drafts (rows w + 8 (r + R t)): per draft (GDN) u = beta (v - alpha S_row . k),
+ * the fold S_row = alpha S_row + x k, the output S_row . q, and the store of S_row into the
+ * draft's snapshot slot: the operations of a conventional CPU step, in its order. A lane holds
+ * M = ceil(dk / 32) elements of a row; the first rows' loads go out before the drafts are
+ * staged, as in the engine's materialisation (src/ssm_cuda, mat2_kernel), so that the baseline
+ * gets the same memory-level parallelism as the kernels it is compared with. */
+template <int M>
+__global__ void __launch_bounds__(SN_WARPS * 32, 2)
     snap_kernel(int H, int dv, int dk, int G, int T, int gdn, float *snap /* [B][T+1][H][dv][dk] */,
                 const int *slot /* [B] */, ssm_cuda_inputs in /* [B][T][...] */,
                 float *o /* [B][T][H][dv] */) {
   extern __shared__ __align__(16) float sm[];
+  constexpr int R = M <= 4 ? 8 : 4;
   const int hd = blockIdx.x, b = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hpg = H / G, g = hd / hpg;
+  const size_t mat = (size_t)dv * dk, per_row = (size_t)(T + 1) * H * mat;
+  const int s0 = slot[b];
+  const float *src = snap + (size_t)b * per_row + ((size_t)s0 * H + hd) * mat;
+  float x[R][M];
+  auto load_rows = [&](int i0) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      const int i = i0 + r * SN_WARPS;
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        x[r][m] = (i < dv && c < dk) ? src[(size_t)i * dk + c] : 0.0f;
+      }
+    }
+  };
+  load_rows(warp);
   float *al = sm;                        /* [T] */
   float *bt = al + T;                    /* [T] */
   float *kk = bt + T;                    /* [T][dk] */
@@ -64,40 +85,27 @@ __global__ void __launch_bounds__(SN_WARPS * 32)
     vv[e] = in.v[(((size_t)b * T + s) * H + hd) * dv + i];
   }
   __syncthreads();
-  const size_t mat = (size_t)dv * dk, per_row = (size_t)(T + 1) * H * mat;
-  const int s0 = slot[b];
-  const float *src = snap + (size_t)b * per_row + ((size_t)s0 * H + hd) * mat;
-  for (int i0 = warp; i0 < dv; i0 += SN_ROWS * SN_WARPS) {
-    float x[SN_ROWS][SN_MAXM];
-    int ii[SN_ROWS];
-#pragma unroll
-    for (int r = 0; r < SN_ROWS; r++) {
-      ii[r] = i0 + r * SN_WARPS;
-#pragma unroll
-      for (int m = 0; m < SN_MAXM; m++) {
-        int c = lane + 32 * m;
-        x[r][m] = (ii[r] < dv && c < dk) ? src[(size_t)ii[r] * dk + c] : 0.0f;
-      }
-    }
+  for (int i0 = warp; i0 < dv; i0 += R * SN_WARPS) {
+    if (i0 != warp) load_rows(i0);
     for (int s = 0; s < T; s++) {
       const float alpha = al[s];
       const float *ks = kk + (size_t)s * dk, *qs = qq + (size_t)s * dk;
       float *dst = snap + (size_t)b * per_row + ((size_t)((s0 + 1 + s) % (T + 1)) * H + hd) * mat;
 #pragma unroll
-      for (int r = 0; r < SN_ROWS; r++) {
-        const int i = ii[r];
+      for (int r = 0; r < R; r++) {
+        const int i = i0 + r * SN_WARPS;
         if (i >= dv) continue; /* warp-uniform */
         float xi = vv[(size_t)s * dv + i];
-        if (gdn) xi = rssm_gdn_u(xi, bt[s], alpha, dot_regs(x[r], ks, dk, lane)); /* item 5 */
+        if (gdn) xi = rssm_gdn_u(xi, bt[s], alpha, dot_regs<M>(x[r], ks, dk, lane)); /* item 5 */
 #pragma unroll
-        for (int m = 0; m < SN_MAXM; m++) {
+        for (int m = 0; m < M; m++) {
           int c = lane + 32 * m;
           if (c < dk) x[r][m] = alpha * x[r][m] + xi * ks[c]; /* item 4 */
         }
-        float p = dot_regs(x[r], qs, dk, lane);
+        float p = dot_regs<M>(x[r], qs, dk, lane);
         if (lane == 0) o[(((size_t)b * T + s) * H + hd) * dv + i] = p;
 #pragma unroll
-        for (int m = 0; m < SN_MAXM; m++) {
+        for (int m = 0; m < M; m++) {
           int c = lane + 32 * m;
           if (c < dk) dst[(size_t)i * dk + c] = x[r][m];
         }
@@ -147,7 +155,8 @@ extern "C" int bench_snap_build(bench_snap_state *s, const ssm_dims *d, int B, i
   }
   size_t smem = snap_smem(s);
   if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(snap_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
+      (cudaFuncSetAttribute(snap_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+       cudaFuncSetAttribute(snap_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)) {
     bench_snap_free(s);
     return fail(err, errlen, "cannot raise the snapshot kernel's shared memory to %zu bytes", smem);
   }
@@ -165,8 +174,13 @@ extern "C" int bench_snap_verify(bench_snap_state *s, const ssm_cuda_inputs *in,
   const ssm_dims *d = &s->dims;
   if (!in || !o || !in->alpha || !in->v || !in->k || !in->q || (d->kind == SSM_GDN && !in->beta)) return -1;
   dim3 grid((unsigned)d->H, (unsigned)s->B);
-  snap_kernel<<<grid, SN_WARPS * 32, snap_smem(s), static_cast<cudaStream_t>(stream)>>>(
-      d->H, d->dv, d->dk, d->G, s->T, d->kind == SSM_GDN, s->snap, s->slot, *in, o);
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (d->dk <= 128)
+    snap_kernel<4><<<grid, SN_WARPS * 32, snap_smem(s), st>>>(d->H, d->dv, d->dk, d->G, s->T, d->kind == SSM_GDN,
+                                                             s->snap, s->slot, *in, o);
+  else
+    snap_kernel<8><<<grid, SN_WARPS * 32, snap_smem(s), st>>>(d->H, d->dv, d->dk, d->G, s->T, d->kind == SSM_GDN,
+                                                             s->snap, s->slot, *in, o);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 

@@ -614,6 +614,452 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Kernels v2 (the default; RSSM_SSM_KERNELS=legacy selects mat_kernel and ro_kernel above). Every
+ * output and every stored element goes through exactly the operations of the first kernels, in
+ * the same order (the same ssm_math.h items, the same warp-32 dot order, the same decoders); what
+ * changes is how much memory is in flight:
+ *   - a lane holds M = ceil(dk / 32) elements of a row (template), not 8, so registers go to rows;
+ *   - mat2: 8 rows per warp in flight (was 2; 4 when dk > 128), the first rows' loads issued
+ *     before the records are staged, unscaled checkpoints stored straight from the registers
+ *     (fp32: the bits; bf16, fp16: rssm_quantize_elem with the SR bits of rssm_encode_block);
+ *   - ro2: 8 rows per batch (was 4; 4 when dk > 128), the first batch loaded before the block's
+ *     setup (fp32 and
+ *     16-bit reads), the query held in registers, and 8/4-bit checkpoints decoded through
+ *     per-block tables filled by rssm_decode_elem / rssm_e8m0_decode themselves (so a lookup is
+ *     the decoder's value), with each lane's code and scale offsets computed once.
+ * ------------------------------------------------------------------------------------------- */
+
+constexpr int V2_WARPS = 8;
+/* rows per warp in flight (mat2) and per batch (ro2): 8 rows of dk <= 128 (32 registers of
+   state per lane), 4 of dk <= 256 */
+__host__ __device__ constexpr int v2_rows(int M) { return M <= 4 ? 8 : 4; }
+
+/* How a read checkpoint's row is loaded and decoded. */
+enum { FC_F32 = 0, FC_F16 = 1, FC_F8 = 2, FC_F4 = 3 };
+
+int format_class(int kind) {
+  switch (kind) {
+    case QF_FP32: return FC_F32;
+    case QF_BF16: case QF_FP16: return FC_F16;
+    case QF_NVFP4: case QF_MXFP4: return FC_F4;
+    default: return FC_F8; /* fp8, fp8_e5m2, int8, mxfp8 */
+  }
+}
+
+/* Decode tables of one block: entry t is the decoder's own value for code t. */
+struct luts {
+  float elem[256];  /* element codes: 8-bit formats, or E2M1 (first 16) for 4-bit ones */
+  float scale[256]; /* block scale codes: E4M3 (NVFP4) or E8M0 (MX formats); unused otherwise */
+};
+
+__device__ inline void fill_luts(luts *lt, int kind) {
+  const rssm_elem el = rssm_elem_of((qformat_kind)kind);
+  const bool four = kind == QF_NVFP4 || kind == QF_MXFP4;
+  for (int t = threadIdx.x; t < 256; t += blockDim.x) {
+    lt->elem[t] = (!four || t < 16) ? rssm_decode_elem(el, (uint32_t)t) : 0.0f;
+    lt->scale[t] = kind == QF_NVFP4 ? rssm_decode_elem(RSSM_EL_E4M3, (uint32_t)t)
+                                    : rssm_e8m0_decode((uint32_t)t); /* only MX kinds read it */
+  }
+}
+
+/* A lane's columns c = lane + 32 m, m < M: byte offsets of its codes in a row and of their block
+ * scales in the row's scale slots (computed once: the division by the block is not per row). */
+template <int M>
+struct lane_cols {
+  int code[M], scale[M], shift[M];
+  bool valid[M];
+};
+
+template <int M, int FC>
+__device__ inline lane_cols<M> lane_cols_of(const ck_view &v, int dk, int lane) {
+  lane_cols<M> lc;
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    lc.valid[m] = c < dk;
+    lc.code[m] = FC == FC_F4 ? (c >> 1) : c;
+    lc.shift[m] = FC == FC_F4 ? (c & 1) * 4 : 0;
+    lc.scale[m] = (FC >= FC_F8 && v.block > 0) ? (c / v.block) * (int)v.scale_elem : 0;
+  }
+  return lc;
+}
+
+/* Row i of matrix mat of a checkpoint, lane's elements, decoded as rssm_decode_at does. */
+template <int M, int FC>
+__device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, int i, const lane_cols<M> &lc,
+                                 float *x /* [M] */) {
+  const uint8_t *mb = v.blob + mat * (size_t)v.bpm;
+  const uint8_t *codes = mb + v.codes_off + (size_t)i * (size_t)v.code_row;
+  if (FC == FC_F32) {
+    const float *row = reinterpret_cast<const float *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? row[lc.code[m]] : 0.0f;
+  } else if (FC == FC_F16) {
+    const uint16_t *row = reinterpret_cast<const uint16_t *>(codes);
+    const rssm_elem el = v.kind == QF_BF16 ? RSSM_EL_BF16 : RSSM_EL_FP16;
+#pragma unroll
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? rssm_decode_elem(el, row[lc.code[m]]) : 0.0f;
+  } else {
+    const uint8_t *scales = mb + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem);
+    uint32_t cb[M], sb[M];
+    float sf[M];
+    /* all loads first, so that they are in flight together */
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      cb[m] = lc.valid[m] ? codes[lc.code[m]] : 0u;
+      if (v.kind == QF_NVFP4 || v.kind == QF_MXFP4 || v.kind == QF_MXFP8) {
+        sb[m] = lc.valid[m] ? scales[lc.scale[m]] : 0u;
+        sf[m] = 0.0f;
+      } else {
+        sb[m] = 0u;
+        sf[m] = lc.valid[m] ? *reinterpret_cast<const float *>(scales + lc.scale[m]) : 0.0f;
+      }
+    }
+    const float s_dec = v.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(mb + v.tscale_off) : 1.0f;
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      if (!lc.valid[m]) {
+        x[m] = 0.0f;
+      } else if (FC == FC_F4) {
+        const float e = lt->elem[(cb[m] >> lc.shift[m]) & 0xFu];
+        /* NVFP4: (e * s) * S_dec; MXFP4: e * 2^(scale - 127) (rssm_decode_at) */
+        x[m] = v.kind == QF_NVFP4 ? (e * lt->scale[sb[m]]) * s_dec : e * lt->scale[sb[m]];
+      } else {
+        /* MXFP8: e * 2^(scale - 127); fp8, fp8_e5m2, int8: e * fp32 block scale */
+        x[m] = v.kind == QF_MXFP8 ? lt->elem[cb[m]] * lt->scale[sb[m]] : lt->elem[cb[m]] * sf[m];
+      }
+    }
+  }
+}
+
+/* An fp32 row in memory (the scratch S). */
+template <int M>
+__device__ inline void load_f32_row(const float *row /* [dk] */, int dk, int lane, float *x /* [M] */) {
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    x[m] = c < dk ? row[c] : 0.0f;
+  }
+}
+
+/* Warp-32 dot (ssm_math.h item 1) of a row in registers with y in registers (lane's columns). */
+template <int M>
+__device__ inline float dot_rr(const float *x /* [M] */, const float *y /* [M] */, int dk, int lane) {
+  float p = 0.0f;
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    if (c < dk) p = p + x[m] * y[m];
+  }
+  return butterfly(p);
+}
+
+/* Stores row i (lane's elements in registers) into an unscaled checkpoint: per element exactly
+ * what rssm_encode_block does for fp32 (a copy), bf16 and fp16 (rssm_quantize_elem with the SR
+ * bits of element i * dk + c, counter (seed, matrix id, this store's event, stream)). */
+template <int M>
+__device__ inline void store_row_unscaled(const dev_state &d, const store_params &p, size_t mat, int i,
+                                          const float *x /* [M] */, int lane) {
+  const int dk = d.dk;
+  uint8_t *codes = p.v.blob + mat * (size_t)p.v.bpm + p.v.codes_off + (size_t)i * (size_t)p.v.code_row;
+  if (p.v.kind == QF_FP32) {
+    float *dst = reinterpret_cast<float *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const int c = lane + 32 * m;
+      if (c < dk) dst[c] = x[m];
+    }
+  } else {
+    const rssm_sr_ctx ctx = {p.seed, d.matrix_id[mat], d.event[mat], p.stream, p.sr_on};
+    const rssm_elem el = rssm_elem_of((qformat_kind)p.v.kind);
+    uint16_t *dst = reinterpret_cast<uint16_t *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const int c = lane + 32 * m;
+      if (c < dk)
+        dst[c] = (uint16_t)rssm_quantize_elem(el, x[m], ctx.sr,
+                                              rssm_sr_elem_bits(&ctx, (uint64_t)((int64_t)i * dk + c)));
+    }
+  }
+}
+
+/* mat_kernel with v2_rows(M) rows per warp in flight (see the section comment). Grid (H, B),
+ * V2_WARPS warps; warp w takes rows w + 8 (r + R t), r < R. The arithmetic per row is
+ * mat_kernel's. */
+template <int M, bool SRC_F32>
+__global__ void __launch_bounds__(V2_WARPS * 32, 2)
+    mat2_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int R = v2_rows(M);
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
+  const int h = d.h[b], base = d.base[b];
+  const int n = op == OP_STEP ? h + 1 : h;
+  int rf; /* recompute_from of ssm_step.c */
+  if (d.conventional) rf = 1;
+  else if (d.split && d.recompute) rf = 1;
+  else rf = op == OP_STEP ? n : n + 1;
+  const size_t mat = (size_t)b * H + hd;
+
+  /* the first rows' loads go out before the records are staged */
+  float x[R][M];
+  auto load_rows = [&](int i0) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      const int i = i0 + r * V2_WARPS;
+      if (i >= dv) continue; /* warp-uniform */
+      if (SRC_F32) {
+        load_f32_row<M>(reinterpret_cast<const float *>(src.blob + mat * (size_t)src.bpm + src.codes_off +
+                                                        (size_t)i * (size_t)src.code_row),
+                        dk, lane, x[r]);
+      } else {
+        const row_src rs = ck_row(src, mat, i);
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          x[r][m] = c < dk ? src_at(rs, c) : 0.0f;
+        }
+      }
+    }
+  };
+  load_rows(warp);
+
+  float *al = reinterpret_cast<float *>(smem); /* [cap]     record alphas */
+  float *bt = al + cap;                         /* [cap]     GDN betas */
+  float *kk = bt + cap;                         /* [cap][dk] record k (key group g) */
+  float *xx = kk + (size_t)cap * dk;            /* [cap][dv] stored x, or v where u is recomputed */
+  float *qv = xx + (size_t)cap * dv;            /* [dk]      step: q */
+  for (int j = threadIdx.x + 1; j <= n; j += blockDim.x) {
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    al[j - 1] = d.rec_alpha[ri];
+    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+  }
+  for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+    int j = e / dk + 1, c = e % dk;
+    kk[e] = d.rec_k[(((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk + c];
+  }
+  for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
+    int j = e / dv + 1, i = e % dv;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    xx[e] = (d.gdn && j >= rf) ? d.rec_v[ri * dv + i] : d.rec_x[ri * dv + i];
+  }
+  if (op == OP_STEP)
+    for (int c = threadIdx.x; c < dk; c += blockDim.x) qv[c] = q_in[((size_t)b * G + g) * dk + c];
+  __syncthreads();
+
+  for (int i0 = warp; i0 < dv; i0 += R * V2_WARPS) {
+    if (i0 != warp) load_rows(i0);
+    for (int j = 1; j <= n; j++) {
+      const float alpha = al[j - 1];
+      const float *kj = kk + (size_t)(j - 1) * dk;
+      float kr[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        kr[m] = c < dk ? kj[c] : 0.0f;
+      }
+      const bool recompute = d.gdn && j >= rf;
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        const int i = i0 + r * V2_WARPS;
+        if (i >= dv) continue; /* warp-uniform */
+        float xi = xx[(size_t)(j - 1) * dv + i];
+        if (recompute) {
+          /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1); xi holds v_j[i] here */
+          const float skv = dot_rr<M>(x[r], kr, dk, lane);
+          xi = rssm_gdn_u(xi, bt[j - 1], alpha, skv);
+          if (lane == 0) d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + i] = xi;
+        }
+        /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) x[r][m] = alpha * x[r][m] + xi * kr[m];
+        }
+      }
+    }
+    float qr[M];
+    if (op == OP_STEP) {
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        qr[m] = c < dk ? qv[c] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      const int i = i0 + r * V2_WARPS;
+      if (i >= dv) continue; /* warp-uniform */
+      if (op == OP_STEP) {
+        const float p = dot_rr<M>(x[r], qr, dk, lane);
+        if (lane == 0) o[mat * dv + i] = p;
+      }
+      if (nstore > 0) {
+        store_row_unscaled<M>(d, st0, mat, i, x[r], lane);
+        if (nstore > 1) store_row_unscaled<M>(d, st1, mat, i, x[r], lane);
+      } else {
+        float *srow = d.S + (mat * dv + i) * dk;
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) srow[c] = x[r][m];
+        }
+      }
+    }
+  }
+}
+
+/* Dynamic shared memory of mat2_kernel: the staged records (no per-warp staging rows). */
+size_t mat2_smem_bytes(int cap, int dv, int dk) {
+  return ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk) * sizeof(float);
+}
+
+/* Dynamic shared memory of ro2_kernel: the decode tables, then ro_kernel's layout. */
+size_t ro2_smem_bytes(int cap, int nq, int dk, int hpg) { return sizeof(luts) + ro_smem_bytes(cap, nq, dk, hpg); }
+
+/* ro_kernel with v2_rows(M) rows per batch, decode tables and the first batch loaded before the
+ * block's setup (see the section comment). Grid (G, B), V2_WARPS warps; the arithmetic of every
+ * output and GDN u is ro_kernel's. */
+template <int M, int FC>
+__global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : (FC <= FC_F16 ? 4 : 3))
+    ro2_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+               float *o /* [B][nt][H][dv] */) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int R = v2_rows(M);
+  const int g = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int nq = num_queries(d, op);
+  const int nmax = op == OP_STEP ? h + 1 : h + d.T;
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  const int ntiles = (dv + 31) / 32;
+  const lane_cols<M> lc = lane_cols_of<M, FC>(rd, dk, lane);
+
+  luts *lt = reinterpret_cast<luts *>(smem);
+  const float **xs = reinterpret_cast<const float **>(smem + sizeof(luts)); /* [hpg][cap] record x */
+  float *al = reinterpret_cast<float *>(xs + (size_t)hpg * cap); /* [hpg][cap] record alphas */
+  float *ys = al + (size_t)hpg * cap;                        /* [nq][dk] */
+  float *dots = ys + (size_t)nq * dk;                        /* [nq][cap] k_j . y */
+  float *w = dots + (size_t)nq * cap;                        /* [hpg][nq][cap+1] */
+  float *coef = w + (size_t)hpg * nq * (cap + 1);            /* [hpg][nq][cap] */
+  float *cd = coef + (size_t)hpg * nq * cap;                 /* [V2_WARPS][nq][32] C_i . y */
+
+  /* row i of head hd: the read checkpoint, or on a verification's flush rows the fp32 S */
+  float x[R][M];
+  auto load_batch = [&](int hd, int i0, int nr) {
+    const size_t mat = (size_t)b * H + hd;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (r >= nr) continue; /* warp-uniform */
+      if (from_S) load_f32_row<M>(d.S + (mat * dv + i0 + r) * dk, dk, lane, x[r]);
+      else load_row2<M, FC>(rd, lt, mat, i0 + r, lc, x[r]);
+    }
+  };
+  /* 32-bit and 16-bit reads need no table: the first batch goes out before the setup */
+  const bool early = FC <= FC_F16 || from_S;
+  if (early && warp < hpg * ntiles) load_batch(g * hpg + warp / ntiles, (warp % ntiles) * 32, min(R, dv - (warp % ntiles) * 32));
+
+  if (FC >= FC_F8) fill_luts(lt, rd.kind);
+  for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
+    int qi = e / dk, c = e % dk;
+    query qq = query_of(d, op, h, qi);
+    const float *y = qq.kind == Q_U
+                         ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                         : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    ys[e] = y[c];
+  }
+  for (int e = threadIdx.x; e < hpg * nmax; e += blockDim.x) {
+    int hh = e / nmax, j = e % nmax + 1;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + (size_t)g * hpg + hh;
+    al[hh * cap + j - 1] = d.rec_alpha[ri];
+    xs[hh * cap + j - 1] = d.rec_x + ri * dv;
+  }
+  __syncthreads();
+  /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
+  for (int qi = 0; qi < nq; qi++) {
+    query qq = query_of(d, op, h, qi);
+    for (int j = warp + 1; j <= qq.n; j += V2_WARPS) {
+      const float *kj = d.rec_k + (((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk;
+      float p = warp_dot(kj, ys + (size_t)qi * dk, dk, lane);
+      if (lane == 0) dots[(size_t)qi * cap + (j - 1)] = p;
+    }
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
+    int hh = t / nq, qi = t % nq;
+    query qq = query_of(d, op, h, qi);
+    float *wq = w + (size_t)t * (cap + 1);
+    rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
+    for (int j = 0; j < qq.n; j++)
+      coef[(size_t)t * cap + j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+  }
+  __syncthreads();
+
+  float *cdw = cd + (size_t)warp * nq * 32;
+  bool preloaded = early;
+  for (int item = warp; item < hpg * ntiles; item += V2_WARPS) {
+    const int hh = item / ntiles, i0 = (item % ntiles) * 32;
+    const int hd = g * hpg + hh;
+    const int nr = dv - i0 < 32 ? dv - i0 : 32;
+    for (int r0 = 0; r0 < nr; r0 += R) {
+      const int nb = nr - r0 < R ? nr - r0 : R;
+      if (preloaded) preloaded = false;
+      else load_batch(hd, i0 + r0, nb);
+      for (int qi = 0; qi < nq; qi++) {
+        float yr[M];
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          yr[m] = c < dk ? ys[(size_t)qi * dk + c] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (r >= nb) continue; /* warp-uniform */
+          const float p = dot_rr<M>(x[r], yr, dk, lane);
+          if (lane == 0) cdw[qi * 32 + r0 + r] = p;
+        }
+      }
+    }
+    __syncwarp();
+    if (lane < nr) {
+      const int i = i0 + lane;
+      const float *const *xh = xs + (size_t)hh * cap;
+      for (int qi = 0; qi < nq; qi++) {
+        query qq = query_of(d, op, h, qi);
+        const size_t t = (size_t)hh * nq + qi;
+        const float *cq = coef + t * cap;
+        /* rssm_readout_row of ssm_math.h, the same operations in the same order, with the record
+         * values loaded RO_XCHUNK at a time so that their loads overlap */
+        float acc = cdw[qi * 32 + lane] * w[t * (cap + 1)];
+        for (int j0 = 0; j0 < qq.n; j0 += RO_XCHUNK) {
+          float xv[RO_XCHUNK];
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++) xv[u] = j0 + u < qq.n ? xh[j0 + u][i] : 0.0f;
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++)
+            if (j0 + u < qq.n) acc = acc + xv[u] * cq[j0 + u];
+        }
+        if (qq.kind == Q_U) {
+          /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
+          size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+          d.rec_x[ri * dv + i] =
+              rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[hh * cap + qq.rec - 1], acc);
+        } else {
+          o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+        }
+      }
+    }
+    __syncwarp(); /* cdw is reused by the next item */
+  }
+}
+
 /* Copies one encoded zero matrix into every [B][H] slot of a blob (the initial state). */
 __global__ void broadcast_kernel(uint8_t *blob /* [nmat][bpm] */, const uint8_t *one /* [bpm] */, size_t nmat,
                                  size_t bpm) {
@@ -759,8 +1205,22 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
   const bool scaled = st->main.fmt.block > 0 || (d.split && st->lp.fmt.block > 0);
   const int nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
-  mat_kernel<<<grid, MAT_WARPS * 32, mat_smem_bytes(d.cap, d.dv, d.dk), s>>>(d, view_of(&st->main), op, q, o,
-                                                                          nstore, pm, pl);
+  const ck_view src = view_of(&st->main);
+  if (st->kernels == SSM_CUDA_KERNELS_LEGACY) {
+    mat_kernel<<<grid, MAT_WARPS * 32, mat_smem_bytes(d.cap, d.dv, d.dk), s>>>(d, src, op, q, o, nstore, pm, pl);
+  } else {
+    const size_t sm = mat2_smem_bytes(d.cap, d.dv, d.dk);
+    const bool f32 = src.kind == QF_FP32; /* the common source: a kernel without the decoders */
+#define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, sm, s>>>(d, src, op, q, o, nstore, pm, pl)
+    if (d.dk <= 128) {
+      if (f32) MAT2(4, true);
+      else MAT2(4, false);
+    } else {
+      if (f32) MAT2(8, true);
+      else MAT2(8, false);
+    }
+#undef MAT2
+  }
   if (nstore > 0) return;
   store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pm.v, pm.sr_on, pm.seed, pm.stream);
   if (d.split) store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pl.v, pl.sr_on, pl.seed, pl.stream);
@@ -769,9 +1229,58 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
                     cudaStream_t s) {
   int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
-  size_t smem = ro_smem_bytes(d.cap, nq, d.dk, d.hpg);
   dim3 grid((unsigned)d.G, (unsigned)st->B);
-  ro_kernel<<<grid, RO_WARPS * 32, smem, s>>>(d, view_of(read_ckpt(st)), op, q, nt, o);
+  const ck_view rd = view_of(read_ckpt(st));
+  if (st->kernels == SSM_CUDA_KERNELS_LEGACY) {
+    ro_kernel<<<grid, RO_WARPS * 32, ro_smem_bytes(d.cap, nq, d.dk, d.hpg), s>>>(d, rd, op, q, nt, o);
+    return;
+  }
+  const size_t sm = ro2_smem_bytes(d.cap, nq, d.dk, d.hpg);
+  const int fc = format_class(rd.kind);
+#define RO2(M, FC) ro2_kernel<M, FC><<<grid, V2_WARPS * 32, sm, s>>>(d, rd, op, q, nt, o)
+  if (d.dk <= 128) {
+    if (fc == FC_F32) RO2(4, FC_F32);
+    else if (fc == FC_F16) RO2(4, FC_F16);
+    else if (fc == FC_F8) RO2(4, FC_F8);
+    else RO2(4, FC_F4);
+  } else {
+    if (fc == FC_F32) RO2(8, FC_F32);
+    else if (fc == FC_F16) RO2(8, FC_F16);
+    else if (fc == FC_F8) RO2(8, FC_F8);
+    else RO2(8, FC_F4);
+  }
+#undef RO2
+}
+
+/* Raises the dynamic shared memory limit of every kernel variant that may run with more than the
+ * default 48 KiB. Returns 0, or -1 naming the kernel in err. */
+int raise_smem(size_t ro_smem, size_t mat_smem, char *err, size_t errlen) {
+  struct item {
+    const void *f;
+    size_t bytes;
+    const char *name;
+  };
+  const item items[] = {
+      {reinterpret_cast<const void *>(ro_kernel), ro_smem, "readout"},
+      {reinterpret_cast<const void *>(mat_kernel), mat_smem, "materialisation"},
+      {reinterpret_cast<const void *>(ro2_kernel<4, FC_F32>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<4, FC_F16>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<4, FC_F8>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<4, FC_F4>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<8, FC_F32>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<8, FC_F16>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<8, FC_F8>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(ro2_kernel<8, FC_F4>), ro_smem + sizeof(luts), "readout v2"},
+      {reinterpret_cast<const void *>(mat2_kernel<4, true>), mat_smem, "materialisation v2"},
+      {reinterpret_cast<const void *>(mat2_kernel<4, false>), mat_smem, "materialisation v2"},
+      {reinterpret_cast<const void *>(mat2_kernel<8, true>), mat_smem, "materialisation v2"},
+      {reinterpret_cast<const void *>(mat2_kernel<8, false>), mat_smem, "materialisation v2"},
+  };
+  for (const item &it : items)
+    if (it.bytes > 48 * 1024 &&
+        cudaFuncSetAttribute(it.f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)it.bytes) != cudaSuccess)
+      return fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes", it.name, it.bytes);
+  return 0;
 }
 
 }  // namespace
@@ -810,17 +1319,17 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   size_t msmem = mat_smem_bytes(st->cap, d->dv, d->dk);
   int optin = 0;
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (smem > (size_t)optin || msmem > (size_t)optin)
+  /* the v2 readout adds its decode tables; mat_smem_bytes (with the legacy staging rows) bounds
+     mat2_smem_bytes */
+  if (smem + sizeof(luts) > (size_t)optin || msmem > (size_t)optin)
     return fail(err, errlen,
                 "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of "
                 "shared memory (> %d)",
-                st->cap, nq, d->H / d->G, smem, msmem, optin);
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(ro_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-    return fail(err, errlen, "cannot raise the readout's shared memory to %zu bytes", smem);
-  if (msmem > 48 * 1024 &&
-      cudaFuncSetAttribute(mat_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)msmem) != cudaSuccess)
-    return fail(err, errlen, "cannot raise the materialisation's shared memory to %zu bytes", msmem);
+                st->cap, nq, d->H / d->G, smem + sizeof(luts), msmem, optin);
+  if (raise_smem(smem, msmem, err, errlen) != 0) return -1;
+  /* RSSM_SSM_KERNELS=legacy selects the first kernels (docs/ssm-cuda.md, "Kernel versions") */
+  const char *kv = getenv("RSSM_SSM_KERNELS");
+  st->kernels = (kv && strcmp(kv, "legacy") == 0) ? SSM_CUDA_KERNELS_LEGACY : SSM_CUDA_KERNELS_V2;
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;

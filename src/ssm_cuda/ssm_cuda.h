@@ -49,6 +49,11 @@ typedef struct {
   unsigned char *blob;  /* device [B][H][lay.bytes_per_matrix] */
 } ssm_cuda_ckpt;
 
+/* Which kernels run the readouts and materialisations (docs/ssm-cuda.md, "Kernel versions"):
+ * both give the same bits; the legacy ones are the first, slower kernels, kept for comparison.
+ * ssm_cuda_build picks v2 unless the environment variable RSSM_SSM_KERNELS is "legacy". */
+enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1 };
+
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
 typedef struct {
   ssm_config cfg;
@@ -57,6 +62,7 @@ typedef struct {
   uint64_t seed;
   uint32_t layer;
   int cap;              /* ring slots per row: L + T (spec), L (replay), 1 (conventional) */
+  int kernels;          /* SSM_CUDA_KERNELS_V2 or _LEGACY (RSSM_SSM_KERNELS=legacy) */
 
   /* per-row bookkeeping (device), the CPU ssm_state's scalars */
   int *base;            /* [B] slot of record 1 */
