@@ -11,13 +11,18 @@
  * Optional isolated measurements (--micro on, the default for --shape) of the step's GEMMs
  * (cuBLAS, the model's shapes on tiles of MC_ROW_TILE rows, fp32 SGEMM and bf16 GemmEx) and of
  * the SSM engine (ssm_cuda_step at B = K per configuration) split the step time. */
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
@@ -41,7 +46,8 @@
   "[--streams K1,K2,..] [--configs 'CFG;CFG;..']... [--steps N] [--warmup W] [--block B] "    \
   "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--profile on|off] [--seed S] "        \
   "[--threads N] "                                                                             \
-  "[--label NAME] [--out FILE.csv] [--dry-run]"
+  "[--label NAME] [--out FILE.csv] [--transformers PYTHON [--transformers-json FILE]] "         \
+  "[--dry-run]"
 
 #define MAX_SETS 16
 #define MAX_STREAMS 16
@@ -77,6 +83,11 @@ static void print_help(void) {
          "  --threads N     threads filling random weights (default: all cores)\n"
          "  --label NAME    model name in the output (default: the directory or shape name)\n"
          "  --out FILE      append one CSV row per batch (header when the file is new)\n"
+         "  --transformers PYTHON  with --model: afterwards, in the same call, time transformers'\n"
+         "                  own cached decoding of the same model, K and steps with\n"
+         "                  PYTHON bench/transformers_decode.py (--transformers-script FILE),\n"
+         "                  print the speed-ups and fill the CSV's transformers columns; its\n"
+         "                  JSON is kept in --transformers-json FILE when given\n"
          "  --dry-run       print the byte model of every batch from the config alone (no\n"
          "                  device, no weights) and exit\n"
          "\n"
@@ -90,7 +101,7 @@ static void print_help(void) {
 
 typedef struct {
   const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *profile,
-      *seed,
+      *seed, *transformers, *hf_script, *hf_json,
       *threads, *label, *out;
   const char *sets[MAX_SETS];
   int nsets, help, dry_run;
@@ -104,7 +115,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   } opts[] = {{"--model", &a->model_dir}, {"--shape", &a->shape},     {"--streams", &a->streams},
               {"--steps", &a->steps},     {"--warmup", &a->warmup},   {"--block", &a->block},
               {"--gemm", &a->gemm},       {"--graph", &a->graph},     {"--micro", &a->micro},
-              {"--profile", &a->profile},
+              {"--profile", &a->profile}, {"--transformers", &a->transformers},
+              {"--transformers-script", &a->hf_script}, {"--transformers-json", &a->hf_json},
               {"--seed", &a->seed},       {"--threads", &a->threads}, {"--label", &a->label},
               {"--out", &a->out}};
   for (int i = 1; i < argc; i++) {
@@ -614,7 +626,8 @@ typedef struct {
 static const char CSV_HEADER[] =
     "model,source,gemm,graph,K,C,rows,configs,warmup,steps,ms_per_step,ms_per_step_min,"
     "streams_per_s,weight_bytes,state_bytes,kv_bytes,bytes_per_step,copy_GBps,limit_ms,"
-    "fraction_of_limit,gemm_ms_fp32,gemm_ms_bf16,gemm_tflops_fp32,gemm_tflops_bf16,ssm_ms\n";
+    "fraction_of_limit,gemm_ms_fp32,gemm_ms_bf16,gemm_tflops_fp32,gemm_tflops_bf16,ssm_ms,"
+    "transformers_ms_per_step,speedup_vs_transformers\n";
 
 static int append_csv(const char *path, const char *row) {
   FILE *f = fopen(path, "a+");
@@ -631,6 +644,84 @@ static int append_csv(const char *path, const char *row) {
     cli_error(CMD, "%s: write failed", path);
     return 1;
   }
+  return 0;
+}
+
+/* One measured batch, kept until the transformers baseline (if any) has run. */
+typedef struct {
+  int K, R, C;
+  int bf16;
+  double ms;      /* replayssm ms per step */
+  char csv[4096]; /* the CSV row without the transformers columns and the newline */
+} result_row;
+
+extern char **environ;
+
+/* Runs PY SCRIPT --model DIR --streams LIST --steps N --warmup W --out JSON (its stdout to
+ * /dev/null, its stderr through) and reads ms_per_step per K from JSON into hf_ms [nK] (-1 where
+ * absent). Returns 0, or -1 with one line on stderr. */
+static int run_transformers(const char *py, const char *script, const char *dir, const int *Ks,
+                            int nK, int64_t steps, int64_t warmup, const char *json,
+                            double *hf_ms /* [nK] */) {
+  char streams[256] = "", st[32], wu[32];
+  for (int i = 0; i < nK; i++) {
+    size_t n = strlen(streams);
+    snprintf(streams + n, sizeof streams - n, "%s%d", i ? "," : "", Ks[i]);
+  }
+  snprintf(st, sizeof st, "%" PRId64, steps);
+  snprintf(wu, sizeof wu, "%" PRId64, warmup);
+  char *argv[] = {(char *)py,     (char *)script, (char *)"--model", (char *)dir,
+                  (char *)"--streams", streams,   (char *)"--steps", st,
+                  (char *)"--warmup",  wu,        (char *)"--out",   (char *)json, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  fflush(stdout);
+  fflush(stderr);
+  int e = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (e != 0) {
+    cli_error(CMD, "--transformers %s: cannot start (%s)", py, strerror(e));
+    return -1;
+  }
+  int ws = 0;
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+    cli_error(CMD, "--transformers: %s %s failed (status %d)", py, script,
+              WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    return -1;
+  }
+  FILE *f = fopen(json, "rb");
+  char *text = NULL;
+  long len = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (text = malloc((size_t)len + 1)) && fread(text, 1, (size_t)len, f) == (size_t)len)
+    text[len] = 0;
+  else {
+    free(text);
+    text = NULL;
+  }
+  if (f) fclose(f);
+  cJSON *root = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  const cJSON *runs = root ? cJSON_GetObjectItemCaseSensitive(root, "runs") : NULL;
+  if (!cJSON_IsArray(runs)) {
+    cli_error(CMD, "--transformers: %s: not the JSON of bench/transformers_decode.py", json);
+    cJSON_Delete(root);
+    return -1;
+  }
+  for (int i = 0; i < nK; i++) hf_ms[i] = -1;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, runs) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "K");
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "ms_per_step");
+    if (!cJSON_IsNumber(k) || !cJSON_IsNumber(ms)) continue;
+    for (int i = 0; i < nK; i++)
+      if (Ks[i] == (int)k->valuedouble) hf_ms[i] = ms->valuedouble;
+  }
+  cJSON_Delete(root);
   return 0;
 }
 
@@ -671,6 +762,20 @@ int bench_e2e_main(int argc, char **argv) {
       parse_onoff(a.micro, "--micro", a.shape != NULL, &o.micro) ||
       parse_onoff(a.profile, "--profile", 0, &o.profile))
     return 2;
+  const char *hf_script = a.hf_script ? a.hf_script : "bench/transformers_decode.py";
+  if ((a.hf_script || a.hf_json) && !a.transformers) {
+    cli_error(CMD, "--transformers-script and --transformers-json need --transformers PYTHON");
+    return 2;
+  }
+  if (a.transformers && !a.model_dir) {
+    cli_error(CMD, "--transformers needs --model DIR (transformers loads the checkpoint)");
+    return 2;
+  }
+  if (a.transformers && !a.dry_run && access(hf_script, R_OK) != 0) {
+    cli_error(CMD, "--transformers: %s: cannot read (%s; run from the repository root or give "
+              "--transformers-script)", hf_script, strerror(errno));
+    return 2;
+  }
   int precs[2], nprec = 0; /* 0 fp32, 1 bf16, in the order given */
   {
     char buf[64];
@@ -763,7 +868,8 @@ int bench_e2e_main(int argc, char **argv) {
   }
 #ifndef RSSM_HAVE_CUDA
   /* mc_device_check refuses without CUDA; this is never reached */
-  (void)threads, (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv;
+  (void)threads, (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv,
+      (void)run_transformers;
   return 2;
 #else
   /* ---- the model ---- */
@@ -812,6 +918,14 @@ int bench_e2e_main(int argc, char **argv) {
   int status = 0;
   /* the isolated measurements do not depend on the runtime's precision: made once per (K, set) */
   static micro_result micro[MAX_STREAMS][MAX_SETS];
+  const int cap_res = nprec * nK * nsets;
+  int nres = 0;
+  result_row *res = calloc((size_t)cap_res, sizeof *res); /* [cap_res] */
+  if (!res) {
+    cli_error(CMD, "out of host memory");
+    model_free(&m);
+    return 1;
+  }
 
   for (int pi = 0; pi < nprec && status == 0; pi++) {
     o.bf16 = precs[pi];
@@ -944,8 +1058,9 @@ int bench_e2e_main(int argc, char **argv) {
                  mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
                  mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
         fflush(stdout);
+        char row[4096] = "";
         if (a.out) {
-          char row[4096], mic[3][32];
+          char mic[3][32];
           const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
           for (int i = 0; i < 3; i++) { /* empty where not measured */
             mic[i][0] = 0;
@@ -953,12 +1068,20 @@ int bench_e2e_main(int argc, char **argv) {
           }
           snprintf(row, sizeof row,
                    "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
-                   "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s\n",
+                   "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s",
                    o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
                    s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
                    bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
                    mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
-          if (append_csv(a.out, row)) status = 1;
+        }
+        if (nres < cap_res) {
+          result_row *rr = &res[nres++];
+          rr->K = K;
+          rr->R = R;
+          rr->C = s->C;
+          rr->bf16 = o.bf16;
+          rr->ms = tmed * 1e3;
+          snprintf(rr->csv, sizeof rr->csv, "%s", a.out ? row : "");
         }
       }
       free(tok), free(x), free(y), free(seqs);
@@ -966,6 +1089,55 @@ int bench_e2e_main(int argc, char **argv) {
     mc_model_free(g);
   }
   model_free(&m);
+
+  /* ---- transformers' own decoding of the same model, K and steps, in this call ---- */
+  double hf_ms[MAX_STREAMS];
+  for (int i = 0; i < MAX_STREAMS; i++) hf_ms[i] = -1;
+  if (status == 0 && a.transformers) {
+    char tmp[64] = "";
+    const char *json = a.hf_json;
+    if (!json) {
+      snprintf(tmp, sizeof tmp, "/tmp/rssm-bench-e2e-XXXXXX");
+      int fd = mkstemp(tmp);
+      if (fd >= 0) close(fd);
+      json = tmp;
+    }
+    printf("bench e2e: transformers baseline: %s %s --model %s (same K, %" PRId64 " steps after %"
+           PRId64 ")\n", a.transformers, hf_script, a.model_dir, nsteps, o.warmup);
+    fflush(stdout);
+    if (run_transformers(a.transformers, hf_script, a.model_dir, Ks, nK, nsteps, o.warmup, json,
+                         hf_ms) != 0)
+      status = 1;
+    if (tmp[0]) unlink(tmp);
+    for (int i = 0; i < nres && status == 0; i++) {
+      int ki = 0;
+      while (ki < nK && Ks[ki] != res[i].K) ki++;
+      if (ki == nK || hf_ms[ki] <= 0) continue;
+      /* streams/s ratio: R rows against transformers' K streams (C = 1: the time ratio) */
+      const double sp = ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]);
+      printf("bench e2e: %s K=%d C=%d gemm=%s: replayssm %.4f ms/step, transformers %.3f ms/step: "
+             "%.1fx the streams/s%s\n", o.label, res[i].K, res[i].C, res[i].bf16 ? "bf16" : "fp32",
+             res[i].ms, hf_ms[ki], sp,
+             res[i].C == 1 && res[i].K == 16 ? (sp >= 30.0 ? " (target >= 30x at K = 16: met)"
+                                                            : " (target >= 30x at K = 16: MISSED)")
+                                             : "");
+    }
+  }
+  for (int i = 0; i < nres && a.out; i++) {
+    char tail[96] = ",,";
+    int ki = 0;
+    while (ki < nK && Ks[ki] != res[i].K) ki++;
+    if (ki < nK && hf_ms[ki] > 0)
+      snprintf(tail, sizeof tail, ",%.6f,%.4f", hf_ms[ki],
+               ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]));
+    char line[4200];
+    snprintf(line, sizeof line, "%s%s\n", res[i].csv, tail);
+    if (append_csv(a.out, line)) {
+      status = 1;
+      break;
+    }
+  }
+  free(res);
   return status;
 #endif
 }

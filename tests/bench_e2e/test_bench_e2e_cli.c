@@ -75,6 +75,8 @@ Test(bench_e2e_cli, usage_errors_are_one_line_and_exit_2) {
       {"--model", "x", "--configs", "replay L=0"},              /* bad configuration */
       {"--model", "x", "--graph", "maybe"},
       {"--model", "x", "--bogus", "1"},
+      {"--shape", "x", "--transformers", "python3"},            /* transformers needs --model */
+      {"--model", "x", "--transformers-json", "y.json"},        /* ... and --transformers */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *argv[] = {(char *)RSSM_BENCH_BIN, (char *)bad[i][0], (char *)bad[i][1],

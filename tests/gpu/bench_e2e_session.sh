@@ -7,8 +7,9 @@
 #   OUT=$OUT tests/gpu/bench_e2e_session.sh
 #
 # 1. the trained fixture models at K = 16 and 64: replayssm (C = 1: the reference only, the same
-#    K streams as transformers' batch; C = 2: reference + replay L=16) and transformers' own
-#    cached decoding of the same model and batch (bench/transformers_decode.py), same session;
+#    K streams as transformers' batch; C = 2: reference + replay L=16) and, in the same call
+#    (--transformers), transformers' own cached decoding of the same model, K and steps
+#    (bench/transformers_decode.py);
 # 2. random-weight models of the Qwen3.5-4B and Nemotron-3-Nano-4B shapes at K = 16 and 64:
 #    time per step, byte model, copy bandwidth, fraction of the byte limit, GEMMs and SSM engine
 #    timed alone, and a per-block profile (--profile on: 8 launched steps with
@@ -60,10 +61,8 @@ run() { # run SECONDS CMD...: log the command, its output and its exit status; n
 
 # 1. fixtures: replayssm, then transformers on the same model and K
 for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
-  run 40 "${E2E[@]}" --model "models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
-    --micro on --out "$CSV"
-  run 80 "$PY" bench/transformers_decode.py --model "models/$m" --streams 16,64 --steps 32 \
-    --warmup 4 --out "$OUT/hf_$m.json"
+  run 120 "${E2E[@]}" --model "models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
+    --micro on --transformers "$PY" --transformers-json "$OUT/hf_$m.json" --out "$CSV"
 done
 
 # 2. the 4B shapes, random weights (about 17 GB fp32 on the host and the device)
