@@ -21,8 +21,10 @@ int mc_logits_decode(const model *m, const ssm_config *cfg, uint64_t seed,
   const uint32_t seq = 0; /* as the CPU command: sequence 0 */
   int rc = mc_model_upload(m, &g, err, errlen);
   if (rc == RSSM_OK) rc = mc_batch_build(&b, g, cfg, 1, 1, seed, &seq, N, err, errlen);
+  /* one CUDA Graph per step (bit-identical to launching, checked on the H200); RSSM_CUDA_GRAPH=0
+   * launches kernel by kernel, for debugging and RSSM_CUDA_PROFILE */
   const char *graph = getenv("RSSM_CUDA_GRAPH");
-  if (rc == RSSM_OK && graph && strcmp(graph, "1") == 0) mc_batch_use_graph(b, 1);
+  if (rc == RSSM_OK && !(graph && strcmp(graph, "0") == 0)) mc_batch_use_graph(b, 1);
   for (int64_t t = 0; rc == RSSM_OK && t < N; t++)
     rc = mc_batch_step(b, &tok[t], NULL, out + t * m->cfg.V, NULL, err, errlen);
   mc_batch_free(b);

@@ -751,7 +751,7 @@ extern "C" void mc_batch_use_graph(mc_batch *b, int on) {
     cudaGraphExecDestroy(b->gexec);
     b->gexec = nullptr;
   }
-  b->graph_on = on != 0;
+  b->graph_on = on != 0 && !b->prof; /* profiling times launched steps only */
 }
 extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
 

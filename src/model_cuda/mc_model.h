@@ -70,7 +70,7 @@ void mc_batch_free(mc_batch *b);
 int mc_batch_rows(const mc_batch *b);
 /* Replay each step from a CUDA Graph captured at the first step (on = 1) or launch it kernel by
  * kernel (0, the default until gpu_check_mc_forward has shown both give the same bits).
- * The run engine and `logits` turn it on when RSSM_CUDA_GRAPH=1. */
+ * The run engine and `logits` turn it on unless RSSM_CUDA_GRAPH=0. */
 void mc_batch_use_graph(mc_batch *b, int on);
 int64_t mc_batch_pos(const mc_batch *b);
 

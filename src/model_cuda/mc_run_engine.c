@@ -154,8 +154,10 @@ int run_engine_open(runner *r, run_engine **out, char *err, size_t errlen) {
   /* positions 0..N-1 are fed (no spec: Tmax = 1) */
   if (rc == RSSM_OK)
     rc = mc_batch_build(&g->b, g->g, cfgs, g->C + 1, g->K, e->seed, seqs, r->N, err, errlen);
+  /* one CUDA Graph per step (bit-identical to launching, checked on the H200); RSSM_CUDA_GRAPH=0
+   * launches kernel by kernel, for debugging and RSSM_CUDA_PROFILE */
   const char *graph = getenv("RSSM_CUDA_GRAPH");
-  if (rc == RSSM_OK && graph && strcmp(graph, "1") == 0) mc_batch_use_graph(g->b, 1);
+  if (rc == RSSM_OK && !(graph && strcmp(graph, "0") == 0)) mc_batch_use_graph(g->b, 1);
   free(cfgs);
   free(seqs);
   for (int64_t k = 0; rc == RSSM_OK && k < r->K; k++) {
