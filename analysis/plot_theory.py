@@ -82,6 +82,18 @@ def describe(attrs):
             f"rho = {attrs.get('rho')}, seed {attrs.get('seed')}")
 
 
+def parameters(attrs_list, rows):
+    """The grids' parameters, one clause per distinct parameter set (files that split one grid by
+    format share theirs): 'ar1, fixed, iid (8 files): 64 matrices ...; closed (6 files): ...'."""
+    groups = {}
+    for i, a in enumerate(attrs_list):
+        g = groups.setdefault(describe(a), [set(), 0])
+        g[0] |= {r["regime"] for r in rows if r.get("src", 0) == i}
+        g[1] += 1
+    return "; ".join(f"{', '.join(sorted(regs))}" + (f" ({n} files)" if n > 1 else "") + f": {d}"
+                     for d, (regs, n) in groups.items())
+
+
 def fmt_name(r):
     return r["format"] + ("/sr" if r["rounding"] == "sr" else "")
 
@@ -123,8 +135,7 @@ def markdown(attrs_list, rows):
     tol = float(attrs.get("tol", 0.05))
     out = [f"Agreement of the measured mean and variance of D with the Appendix C.6 predictions, "
            f"within {tol:.0%}: alphas agreeing / alphas compared (split: one comparison). "
-           + "; ".join(f"{', '.join(sorted({r['regime'] for r in rows if r['src'] == i}))}: "
-                       f"{describe(a)}" for i, a in enumerate(attrs_list)) +
+           + parameters(attrs_list, rows) +
            ". '(violated)': the regime breaks the model's assumptions "
            "there (reasons below); '[unresolved]': standard errors too large to judge "
            f"{tol:.0%}.", ""]

@@ -9,9 +9,11 @@ Exit status 0 when everything holds, 1 with one line per failure otherwise.
 """
 
 import csv
+import json
 import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -91,6 +93,156 @@ def write_theory(path):
                      "rel_mean", "rel_var", "corr", "corr_se", "elem_s2_cv", "agrees", "resolved",
                      "kappa"]:
             g.create_dataset(name, data=np.array(cols.get(name, [1.0] * len(rows)), np.float64))
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def summaries_test(tmp, th):
+    """--summaries on hand-written CSVs with known numbers: 2 sequences x 4096 steps."""
+    d = os.path.join(tmp, "hand")
+    os.makedirs(d)
+    buckets = [(1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, 63), (64, 127), (128, 255),
+               (256, 511), (512, 1023), (1024, 2047), (2048, 4096)]
+    # shared grows: 1e-4 up to the 32..63 bucket, 1e-3 in 1024..2047, 4e-3 in the last (half of
+    # that, 2e-3, first reached at 2048: growth 4); split flat 5e-4: ratio 8 at the end
+    shared = {lo: (1e-4 if lo < 1024 else 1e-3 if lo == 1024 else 4e-3) for lo, _ in buckets}
+    rows = []
+    flat = {lo: 5e-4 for lo, _ in buckets}
+    for name, spec, vals in (("sh", "replay L=16 ckpt=nvfp4/sr", shared),
+                             ("sp", "replay L=16 hp=fp32 lp=nvfp4", flat)):
+        for lo, hi in buckets:
+            rows.append([name, spec, lo, hi, 2, 2 * (hi - lo + 1), vals[lo], 0, vals[lo],
+                         vals[lo], vals[lo], 0])
+    write_csv(os.path.join(d, "hand_kl_buckets.csv"),
+              ["config", "spec", "bucket_lo", "bucket_hi", "sequences", "steps", "mean_kl",
+               "se_kl", "median_kl", "p90_kl", "max_kl", "nonfinite_steps"], rows)
+    write_csv(os.path.join(d, "hand_rounding.csv"),
+              ["group", "rounding", "config", "spec", "kl_1K", "nonfinite_1K",
+               "first_nonfinite", "nonfinite_sequences"],
+              [["replay L=16 ckpt=nvfp4", "RTN", "rtn", "replay L=16 ckpt=nvfp4", 0.002, 0, "", 0],
+               ["replay L=16 ckpt=nvfp4", "SR", "sh", "replay L=16 ckpt=nvfp4/sr", 0.005, 3,
+                700, 1]])
+    write_csv(os.path.join(d, "hand_kl_window.csv"),
+              ["group", "L", "config", "spec", "mean_kl_all", "se_kl_all", "nonfinite_all",
+               "last_bucket_lo", "last_bucket_hi", "mean_kl_last", "se_kl_last",
+               "nonfinite_last"],
+              [["replay ckpt=nvfp4/sr", 4, "a", "replay L=4 ckpt=nvfp4/sr", 0.01, 0, 0, 2048,
+                4096, 0.012, 0, 0],
+               ["replay ckpt=nvfp4/sr", 16, "sh", "replay L=16 ckpt=nvfp4/sr", 0.003, 0, 0, 2048,
+                4096, 0.004, 0, 0],
+               ["replay hp=fp32 lp=nvfp4", 4, "b", "replay L=4 hp=fp32 lp=nvfp4", 0.001, 0, 0,
+                2048, 4096, 0.001, 0, 0],
+               ["replay hp=fp32 lp=nvfp4", 16, "sp", "replay L=16 hp=fp32 lp=nvfp4", 5e-4, 0, 0,
+                2048, 4096, 5e-4, 0, 0]])
+    with open(os.path.join(d, "hand.summary.txt"), "w") as f:
+        f.write("/gpu/hand.h5: 2 sequences x 4096 steps (shard 0/1), model "
+                "experiments/../models/hand-tiny\n")
+    out = os.path.join(tmp, "results-hand.md")
+    run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--summaries", d, "--models",
+         "--out", out])
+    t = open(out).read()
+    check("`hand` (models/hand-tiny, 2 x 4096)" in t and "experiments/../" not in t,
+          "model path normalised and K x N from the summary")
+    check("over the last bucket of lengths (2048..4096): shared `replay L=16 ckpt=nvfp4/sr` "
+          "0.004 nats, split `replay L=16 hp=fp32 lp=nvfp4` 0.0005 nats, **ratio 8**" in t,
+          "ratio at the longest length from the bucket CSV")
+    check("within half an octave of 1K (the rounding table): 0.005 / " not in t,
+          "no around-length ratio without the split row in the rounding table")
+    check("| `replay L=16 ckpt=nvfp4/sr` | 0.001 | 0.004 | 4 | 2048..4096 |" in t,
+          "growth row of the shared configuration")
+    check("| `replay L=16 hp=fp32 lp=nvfp4` | 0.0005 | 0.0005 | 1 | 1..1 |" in t,
+          "growth row of the split configuration")
+    check("changes 4 times from the 1024..2047 bucket" in t, "growth in the where-they-differ text")
+    # the rounding table rebuilt from the CSV: 3 of the 2 x 1448 steps around 1K non-finite
+    # (positions 725..1448: 724 per sequence)
+    check("| `replay L=16 ckpt=nvfp4` | SR | 0.005 (3/1448 non-finite) | 700 (1/2 seq.) |" in t,
+          "rounding row from the CSV with its non-finite steps")
+    check("RTN's KL is below SR's: 1 of 1 at 1K" in t, "RTN/SR pair counted")
+    check("from L = 4 to L = 16 (4 times fewer flushes) the shared NVFP4/SR checkpoint's KL "
+          "falls 3 times and the split one's 2 times" in t, "window sweep from the CSV")
+    # no window CSV, no summary line: still a page
+    os.remove(os.path.join(d, "hand_kl_window.csv"))
+    os.remove(os.path.join(d, "hand.summary.txt"))
+    run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--summaries", d, "--models",
+         "--out", out])
+    t = open(out).read()
+    check("(model not recorded)" in t and "no run with replay configurations that differ only "
+          "in L" in t, "summaries without the optional files")
+    # bad CSV: one line, exit 2
+    with open(os.path.join(d, "hand_kl_buckets.csv"), "a") as f:
+        f.write("sh,replay L=16 ckpt=nvfp4/sr,1,1,2,2,oops,0,0,0,0,0\n")
+    p = run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--summaries", d,
+             "--out", out], expect=2)
+    check(p.stderr.count("\n") == 1 and "mean_kl" in p.stderr, f"bad CSV message: {p.stderr!r}")
+
+
+def bf16_bits(x):
+    return (np.array([x], np.float32).view(np.uint32)[0] >> 16).astype(np.uint16)
+
+
+def write_safetensors(path, tensors):
+    """{name: (dtype, array)}: the safetensors layout by hand (header length, JSON, data)."""
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, arr) in tensors.items():
+        raw = (np.array([bf16_bits(v) for v in arr], "<u2").tobytes() if dtype == "BF16"
+               else np.asarray(arr, "<f4").tobytes())
+        header[name] = {"dtype": dtype, "shape": [len(arr)], "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def decay_test(tmp, th):
+    """ssm_decay.py on a tiny model: alpha0 = exp(-exp(A_log) softplus(dt_bias))."""
+    d = os.path.join(tmp, "tiny-model")
+    os.makedirs(d)
+    a99 = float(np.log(-np.log(0.99) / np.log(2.0)))  # with dt_bias 0: alpha0 = 0.99
+    write_safetensors(os.path.join(d, "model.safetensors"), {
+        # GDN layer 0 in BF16: A_log 0 and -1 with dt_bias 0 (softplus ln 2): 0.5 and
+        # exp(-ln2/e) = 0.774937
+        "model.layers.0.linear_attn.A_log": ("BF16", [0.0, -1.0]),
+        "model.layers.0.linear_attn.dt_bias": ("BF16", [0.0, 0.0]),
+        "model.layers.0.linear_attn.out_proj.weight": ("BF16", [1.0, 2.0]),
+        # layer 3 in F32: 0.99 (memory 100) and dt_bias 30 above softplus's threshold: A_log
+        # ln(1/30) gives exp(-1)
+        "model.layers.3.linear_attn.A_log": ("F32", [a99, float(np.log(1.0 / 30.0))]),
+        "model.layers.3.linear_attn.dt_bias": ("F32", [0.0, 30.0]),
+    })
+    csv_path = os.path.join(tmp, "decay.csv")
+    p = run([os.path.join(AN, "ssm_decay.py"), d, "--L", "16", "--out-csv", csv_path])
+    rows = read_csv(csv_path)
+    got = [(int(r["layer"]), int(r["head"]), float(r["alpha0"]), float(r["memory"]),
+            float(r["accum"])) for r in rows]
+    want = [(0, 0, 0.5, 2.0, 1.0 / (1.0 - 0.5 ** 32)),
+            (0, 1, math.exp(-math.log(2.0) / math.e), None, None),
+            (3, 0, 0.99, 100.0, 1.0 / (1.0 - 0.99 ** 32)),
+            (3, 1, math.exp(-1.0), 1.0 / (1.0 - math.exp(-1.0)), None)]
+    check(len(got) == 4, f"decay rows {len(got)}, expected 4")
+    for g, w in zip(got, want):
+        ok = g[:2] == w[:2] and close(g[2], w[2], 1e-5) and \
+            (w[3] is None or close(g[3], w[3], 1e-4)) and (w[4] is None or close(g[4], w[4], 1e-4))
+        check(ok, f"decay row {g} != {w}")
+    check("| GDN | 2 x 2 | 0.3679 / 0.6375 / 0.99 | 1.58 / 3.22 / 100 | 1 / 1 / 3.636 | 1 |"
+          in p.stdout, f"decay table markdown: {p.stdout[:400]!r}")
+    check("| 3 | 2 | 1.58 / 50.8 / 100 | 1 / 2.318 / 3.636 |" in p.stdout, "decay per layer")
+    out = os.path.join(tmp, "results-decay.md")
+    run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--models", d, "--out", out])
+    t = open(out).read()
+    # memories 2, 4.44, 100, 1.58: min 1.58, median (2 + 4.44)/2 = 3.22, max 100
+    check("| 1.58 / 3.22 / 100 |" in t, "decay summary row in results.md")
+    check("| 2 x 2 |" in t and "not available here" in t, "layers x heads, paper models' note")
+    bad = os.path.join(tmp, "bad.safetensors")
+    with open(bad, "wb") as f:
+        f.write(struct.pack("<Q", 5) + b"{oops")
+    p = run([os.path.join(AN, "ssm_decay.py"), bad], expect=2)
+    check(p.stderr.count("\n") == 1 and "not JSON" in p.stderr, f"bad safetensors: {p.stderr!r}")
 
 
 def run(args, expect=0):
@@ -184,9 +336,28 @@ def main():
     run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--runs", h5, "--out", res])
     text = open(res).read()
     check("0.136 -> 0.0038" in text and "not yet measured" in text, "results.md paper numbers")
-    # the fixture's shared/split pair at L=16 over its last bucket (32..64): 0.5 vs 0.01
-    check("ratio 50" in text, "results.md headline ratio of the synthetic run")
+    # the fixture's shared NVFP4/SR against split at L=16 over its last bucket (32..64): the two
+    # sequences 0.25 and 0.5 give 0.375, split 0.01: ratio 37.5
+    check("**ratio 37.5**" in text, "results.md headline ratio of the synthetic run")
     check("| `fp8` | 3* (+2) |" in text, "results.md closed-loop row")
+
+    # --- the same page from the CSV summaries of the same run -----------------------------------
+    # the scripts' CSVs of synth.h5 plus a `replayssm summary` first line: the page's body (from
+    # the first section on) must be the same text as from the HDF5 file
+    sdir = os.path.join(tmp, "summ")
+    for script in ("plot_kl_length.py", "plot_kl_window.py", "table_rounding.py"):
+        run([os.path.join(AN, script), h5, "--out-dir", sdir])
+    with open(os.path.join(sdir, "synth.summary.txt"), "w") as f:
+        f.write(f"/elsewhere/synth.h5: {K} sequences x {N} steps (shard 0/1), model "
+                "tests/fixtures/toy\n")
+    res2 = os.path.join(tmp, "results-summaries.md")
+    run([os.path.join(AN, "make_results_md.py"), "--theory", th, "--summaries", sdir,
+         "--out", res2])
+    body = lambda t: t[t.index("\n## "):] if "\n## " in t else ""  # noqa: E731
+    check(body(text) and body(open(res2).read()) == body(text),
+          "results.md from --summaries differs from the page from --runs")
+    summaries_test(tmp, th)
+    decay_test(tmp, th)
 
     # --- bad input: one line, exit 2 -------------------------------------------------------------
     bad = os.path.join(tmp, "bad.h5")
