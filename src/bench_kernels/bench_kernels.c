@@ -1121,6 +1121,12 @@ int bench_kernels_main(int argc, char **argv) {
   static checks ck;
   memset(&ck, 0, sizeof ck);
   ck.batch = o.check_batch;
+  /* the v2 readout's decoders (16-bit fast path, 8/4-bit tables) against the reference decoders,
+     every code, before any kernel uses them */
+  long long dbad = ssm_cuda_check_decoders();
+  printf("check decoders (every code of bf16, fp16, fp8, fp8_e5m2, int8, mxfp8, nvfp4, mxfp4): %s (%lld differ)\n",
+         dbad == 0 ? "bit-identical" : "FAIL", dbad);
+  if (dbad != 0) ck.failures++;
   results rs = {NULL, 0, 0};
   static bench bn;
   memset(&bn, 0, sizeof bn);

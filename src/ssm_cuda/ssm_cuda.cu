@@ -663,6 +663,25 @@ __device__ inline void fill_luts(luts *lt, int kind) {
   }
 }
 
+/* rssm_decode_elem of a bf16 (bf16 != 0) or fp16 code, without its generic arithmetic: finite
+ * values and infinities are the same bits (bf16: the code shifted; fp16: the exponent rebiased, or
+ * for subnormals the decoder's own mant * 2^-24 and sign), NaNs go to the decoder itself. Equal
+ * to rssm_decode_elem for all 2 x 65536 codes: checked exhaustively on the host when it was written
+ * and on the device by ssm_cuda_check_decoders (gpu_check_ssm). */
+__host__ __device__ inline float decode16_fast(int bf16, uint32_t code) {
+  if (bf16) {
+    if ((code & 0x7F80u) == 0x7F80u && (code & 0x7Fu)) return rssm_decode_elem(RSSM_EL_BF16, code);
+    return rssm_bits_f32(code << 16);
+  }
+  const uint32_t e = (code >> 10) & 0x1Fu, m = code & 0x3FFu, sg = (code & 0x8000u) << 16;
+  if (e == 0x1Fu) return rssm_decode_elem(RSSM_EL_FP16, code);
+  if (e == 0u) {
+    const float a = (float)m * 5.9604644775390625e-08f; /* rssm_exp2i(-24), as the decoder */
+    return sg ? -a : a;
+  }
+  return rssm_bits_f32(sg | ((e + 112u) << 23) | (m << 13));
+}
+
 /* A lane's columns c = lane + 32 m, m < M: byte offsets of its codes in a row and of their block
  * scales in the row's scale slots (computed once: the division by the block is not per row). */
 template <int M>
@@ -688,7 +707,7 @@ __device__ inline lane_cols<M> lane_cols_of(const ck_view &v, int dk, int lane) 
 /* Row i of matrix mat of a checkpoint, lane's elements, decoded as rssm_decode_at does. */
 template <int M, int FC>
 __device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, int i, const lane_cols<M> &lc,
-                                 float *x /* [M] */) {
+                                 float s_dec /* NVFP4: the matrix's S_dec */, float *x /* [M] */) {
   const uint8_t *mb = v.blob + mat * (size_t)v.bpm;
   const uint8_t *codes = mb + v.codes_off + (size_t)i * (size_t)v.code_row;
   if (FC == FC_F32) {
@@ -697,9 +716,12 @@ __device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, i
     for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? row[lc.code[m]] : 0.0f;
   } else if (FC == FC_F16) {
     const uint16_t *row = reinterpret_cast<const uint16_t *>(codes);
-    const rssm_elem el = v.kind == QF_BF16 ? RSSM_EL_BF16 : RSSM_EL_FP16;
+    const int bf16 = v.kind == QF_BF16;
+    uint32_t cw[M];
 #pragma unroll
-    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? rssm_decode_elem(el, row[lc.code[m]]) : 0.0f;
+    for (int m = 0; m < M; m++) cw[m] = lc.valid[m] ? row[lc.code[m]] : 0u;
+#pragma unroll
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? decode16_fast(bf16, cw[m]) : 0.0f;
   } else {
     const uint8_t *scales = mb + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem);
     uint32_t cb[M], sb[M];
@@ -716,7 +738,6 @@ __device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, i
         sf[m] = lc.valid[m] ? *reinterpret_cast<const float *>(scales + lc.scale[m]) : 0.0f;
       }
     }
-    const float s_dec = v.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(mb + v.tscale_off) : 1.0f;
 #pragma unroll
     for (int m = 0; m < M; m++) {
       if (!lc.valid[m]) {
@@ -925,7 +946,7 @@ size_t ro2_smem_bytes(int cap, int nq, int dk, int hpg) { return sizeof(luts) + 
  * block's setup (see the section comment). Grid (G, B), V2_WARPS warps; the arithmetic of every
  * output and GDN u is ro_kernel's. */
 template <int M, int FC>
-__global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : (FC <= FC_F16 ? 4 : 3))
+__global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
     ro2_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -955,11 +976,15 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : (FC <= FC_F16 ? 4 :
   float x[R][M];
   auto load_batch = [&](int hd, int i0, int nr) {
     const size_t mat = (size_t)b * H + hd;
+    /* NVFP4's per-matrix S_dec, once per batch (the rows of a batch share the head) */
+    const float s_dec = (FC == FC_F4 && !from_S && rd.kind == QF_NVFP4)
+                            ? *reinterpret_cast<const float *>(rd.blob + mat * (size_t)rd.bpm + rd.tscale_off)
+                            : 1.0f;
 #pragma unroll
     for (int r = 0; r < R; r++) {
       if (r >= nr) continue; /* warp-uniform */
       if (from_S) load_f32_row<M>(d.S + (mat * dv + i0 + r) * dk, dk, lane, x[r]);
-      else load_row2<M, FC>(rd, lt, mat, i0 + r, lc, x[r]);
+      else load_row2<M, FC>(rd, lt, mat, i0 + r, lc, s_dec, x[r]);
     }
   };
   /* 32-bit and 16-bit reads need no table: the first batch goes out before the setup */
@@ -1058,6 +1083,34 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : (FC <= FC_F16 ? 4 :
     }
     __syncwarp(); /* cdw is reused by the next item */
   }
+}
+
+/* The v2 decoders against rssm_decode_elem / rssm_e8m0_decode on the device, every code: the
+ * 16-bit fast path and the per-block tables of every 8-bit and 4-bit format. One thread per code;
+ * mismatches (bit patterns) are counted in *bad. */
+__global__ void check_decoders_kernel(unsigned long long *bad) {
+  __shared__ luts lt;
+  const int kinds[] = {QF_FP8_E4M3, QF_FP8_E5M2, QF_INT8, QF_MXFP8, QF_NVFP4, QF_MXFP4};
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; /* grid covers 65536 codes */
+  unsigned long long n = 0;
+  for (int bf = 0; bf < 2; bf++) {
+    float a = decode16_fast(bf, t), b = rssm_decode_elem(bf ? RSSM_EL_BF16 : RSSM_EL_FP16, t);
+    n += rssm_f32_bits(a) != rssm_f32_bits(b);
+  }
+  for (int ki = 0; ki < 6; ki++) {
+    __syncthreads();
+    fill_luts(&lt, kinds[ki]);
+    __syncthreads();
+    if (t < 256) {
+      const int four = kinds[ki] == QF_NVFP4 || kinds[ki] == QF_MXFP4;
+      if (!four || t < 16)
+        n += rssm_f32_bits(lt.elem[t]) != rssm_f32_bits(rssm_decode_elem(rssm_elem_of((qformat_kind)kinds[ki]), t));
+      float sc = kinds[ki] == QF_NVFP4 ? rssm_decode_elem(RSSM_EL_E4M3, t) : rssm_e8m0_decode(t);
+      if (kinds[ki] == QF_NVFP4 || kinds[ki] == QF_MXFP4 || kinds[ki] == QF_MXFP8)
+        n += rssm_f32_bits(lt.scale[t]) != rssm_f32_bits(sc);
+    }
+  }
+  if (n) atomicAdd(bad, n);
 }
 
 /* Copies one encoded zero matrix into every [B][H] slot of a blob (the initial state). */
@@ -1474,4 +1527,16 @@ extern "C" int ssm_cuda_download_row(const ssm_cuda_state *st, int b, ssm_cuda_r
     get(lp_blob, st->lp.blob + (size_t)b * n, n);
   }
   return ok ? 0 : -1;
+}
+
+extern "C" long long ssm_cuda_check_decoders(void) {
+  unsigned long long *d_bad = nullptr, bad = 0;
+  if (cudaMalloc(reinterpret_cast<void **>(&d_bad), sizeof bad) != cudaSuccess) return -1;
+  long long rc = -1;
+  if (cudaMemset(d_bad, 0, sizeof bad) == cudaSuccess) {
+    check_decoders_kernel<<<256, 256>>>(d_bad);
+    if (cudaMemcpy(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess) rc = (long long)bad;
+  }
+  cudaFree(d_bad);
+  return rc;
 }

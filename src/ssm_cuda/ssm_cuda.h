@@ -130,6 +130,11 @@ typedef struct {
 int ssm_cuda_download_row(const ssm_cuda_state *st, int b, ssm_cuda_row_info *info,
                           uint32_t *event, unsigned char *main_blob, unsigned char *lp_blob);
 
+/* The v2 kernels' fast decoders (16-bit formats, decode tables of the 8- and 4-bit formats)
+ * against the reference decoders on the device, for every code. Returns the number of codes whose
+ * bits differ (0 expected), or -1 on a CUDA error. Synchronous. */
+long long ssm_cuda_check_decoders(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "src/bench_kernels/ssm_check.h"
+#include "src/ssm_cuda/ssm_cuda.h"
 
 namespace {
 
@@ -49,7 +50,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpu_check_ssm: no CUDA device\n");
     return 2;
   }
-  printf("device: %s; B = %d rows\n", prop.name, kB);
+  const char *kv = getenv("RSSM_SSM_KERNELS");
+  printf("device: %s; B = %d rows; %s kernels\n", prop.name, kB, kv && strcmp(kv, "legacy") == 0 ? "legacy" : "v2");
+  int failures = 0;
+  /* the v2 readout's decoders, every code of every format, before anything uses them */
+  long long dbad = ssm_cuda_check_decoders();
+  printf("decoders (16-bit fast path, 8/4-bit tables) vs rssm_decode_elem, every code: %lld differ%s\n", dbad,
+         dbad == 0 ? "" : "  FAIL");
+  failures += dbad != 0;
 
   const shape shapes[] = {
       {"H6 G2 dv20 dk72", 6, 2, 20, 72, 300, false},
@@ -68,7 +76,6 @@ int main(int argc, char **argv) {
       "spec L=16 T=4 hp=fp32 lp=nvfp4 accept=uniform",
       "spec L=16 T=8 ckpt=fp8/sr accept=geom:0.7",
   };
-  int failures = 0;
   printf("%-6s %-20s %-46s %9s %7s %9s %10s %7s %6s %7s\n", "kind", "shape", "config", "outputs", "differ",
          "max rel", "ckpt bytes", "differ", "state", "stores");
   for (int kk = 0; kk < 2; kk++) {
