@@ -24,21 +24,21 @@ start=$(date +%s)
 } > "$OUT/device.txt"
 
 # 1. bit-identity of the engine (and of the snapshot baseline) against the CPU reference
-timeout -s INT 110 "$BIN/gpu_check_ssm" > "$OUT/gpu_check_ssm.log" 2>&1
+timeout -s INT 130 "$BIN/gpu_check_ssm" > "$OUT/gpu_check_ssm.log" 2>&1
 echo "gpu_check_ssm: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/device.txt"
 tail -n 3 "$OUT/gpu_check_ssm.log"
 
 # 2. the benchmark: tables on stdout, every measurement in the CSV (rewritten after each table,
 #    so a run cut short keeps what it finished)
 t1=$(date +%s)
-timeout -s INT 150 "$BIN/replayssm" bench kernels --out "$OUT/bench_kernels.csv" "$@" \
+timeout -s INT 140 "$BIN/replayssm" bench kernels --out "$OUT/bench_kernels.csv" "$@" \
   > "$OUT/bench_kernels.log" 2>&1
 echo "replayssm bench kernels: exit $? after $(( $(date +%s) - t1 )) s" | tee -a "$OUT/device.txt"
 grep -E '^(copy|check .*FAIL|PASS|FAIL)' "$OUT/bench_kernels.log" | head -20
 
 # 3. the first (legacy) kernels at B = 256, for the comparison with the v2 kernels above
 t1=$(date +%s)
-timeout -s INT 35 "$BIN/replayssm" bench kernels --kernels legacy --parts std,lp --batches 256 --iters 5 \
+timeout -s INT 25 "$BIN/replayssm" bench kernels --kernels legacy --parts std,lp --batches 256 --iters 5 \
   --out "$OUT/bench_legacy.csv" > "$OUT/bench_legacy.log" 2>&1
 echo "bench kernels --kernels legacy: exit $? after $(( $(date +%s) - t1 )) s" | tee -a "$OUT/device.txt"
 nvidia-smi --query-gpu=temperature.gpu,clocks.sm,clocks.mem,power.draw --format=csv >> "$OUT/device.txt" 2>&1
