@@ -620,7 +620,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
  * the same order (the same ssm_math.h items, the same warp-32 dot order, the same decoders); what
  * changes is how much memory is in flight:
  *   - a lane holds M = ceil(dk / 32) elements of a row (template), not 8, so registers go to rows;
- *   - mat2: 8 rows per warp in flight (was 2; 4 when dk > 128), the first rows' loads issued
+ *   - mat2: 6-8 rows per warp in flight (was 2; 4 when dk > 128), the first rows' loads issued
  *     before the records are staged, unscaled checkpoints stored straight from the registers
  *     (fp32: the bits; bf16, fp16: rssm_quantize_elem with the SR bits of rssm_encode_block);
  *   - ro2: 8 rows per batch (was 4; 4 when dk > 128), the first batch loaded before the block's
@@ -805,15 +805,17 @@ __device__ inline void store_row_unscaled(const dev_state &d, const store_params
   }
 }
 
-/* mat_kernel with v2_rows(M) rows per warp in flight (see the section comment). Grid (H, B),
- * V2_WARPS warps; warp w takes rows w + 8 (r + R t), r < R. The arithmetic per row is
+/* mat_kernel with R rows per warp in flight (see the section comment). Grid (H, B), V2_WARPS
+ * warps; warp w takes rows w + 8 (r + R t), r < R. ALL_F32: an fp32 source and fp32 (or scratch)
+ * destinations only, so no decoder or encoder is compiled in and 6 rows fit in 80 registers
+ * (3 blocks per SM); otherwise v2_rows(M) rows at 2 blocks per SM. The arithmetic per row is
  * mat_kernel's. */
-template <int M, bool SRC_F32>
-__global__ void __launch_bounds__(V2_WARPS * 32, 2)
+template <int M, bool ALL_F32>
+__global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
     mat2_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int R = v2_rows(M);
+  constexpr int R = ALL_F32 && M <= 4 ? 6 : v2_rows(M); /* 6: 3 blocks per SM without spills */
   const int hd = blockIdx.x, b = blockIdx.y;
   if (d.flag[b] != FLAG_FLUSH) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -833,7 +835,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, 2)
     for (int r = 0; r < R; r++) {
       const int i = i0 + r * V2_WARPS;
       if (i >= dv) continue; /* warp-uniform */
-      if (SRC_F32) {
+      if (ALL_F32) {
         load_f32_row<M>(reinterpret_cast<const float *>(src.blob + mat * (size_t)src.bpm + src.codes_off +
                                                         (size_t)i * (size_t)src.code_row),
                         dk, lane, x[r]);
@@ -919,7 +921,19 @@ __global__ void __launch_bounds__(V2_WARPS * 32, 2)
         const float p = dot_rr<M>(x[r], qr, dk, lane);
         if (lane == 0) o[mat * dv + i] = p;
       }
-      if (nstore > 0) {
+      if (ALL_F32 && nstore > 0) {
+        /* fp32 checkpoints: the bits (rssm_encode_block's fp32 copy) */
+        for (int k = 0; k < nstore; k++) {
+          const store_params &p = k == 0 ? st0 : st1;
+          float *dst = reinterpret_cast<float *>(p.v.blob + mat * (size_t)p.v.bpm + p.v.codes_off +
+                                                 (size_t)i * (size_t)p.v.code_row);
+#pragma unroll
+          for (int m = 0; m < M; m++) {
+            const int c = lane + 32 * m;
+            if (c < dk) dst[c] = x[r][m];
+          }
+        }
+      } else if (nstore > 0) {
         store_row_unscaled<M>(d, st0, mat, i, x[r], lane);
         if (nstore > 1) store_row_unscaled<M>(d, st1, mat, i, x[r], lane);
       } else {
@@ -1263,7 +1277,10 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
     mat_kernel<<<grid, MAT_WARPS * 32, mat_smem_bytes(d.cap, d.dv, d.dk), s>>>(d, src, op, q, o, nstore, pm, pl);
   } else {
     const size_t sm = mat2_smem_bytes(d.cap, d.dv, d.dk);
-    const bool f32 = src.kind == QF_FP32; /* the common source: a kernel without the decoders */
+    /* fp32 source and fp32 (or scratch) destinations, the common case: a kernel without the
+       decoders and encoders, small enough for 3 blocks per SM */
+    const bool f32 = src.kind == QF_FP32 &&
+                     (nstore == 0 || (pm.v.kind == QF_FP32 && (nstore < 2 || pl.v.kind == QF_FP32)));
 #define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, sm, s>>>(d, src, op, q, o, nstore, pm, pl)
     if (d.dk <= 128) {
       if (f32) MAT2(4, true);
