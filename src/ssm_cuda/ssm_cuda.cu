@@ -615,7 +615,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Kernels v2 (the default; RSSM_SSM_KERNELS=legacy selects mat_kernel and ro_kernel above). Every
+ * Kernels v2 (RSSM_SSM_KERNELS=v2; ssm_cuda.h says which version is the default). Every
  * output and every stored element goes through exactly the operations of the first kernels, in
  * the same order (the same ssm_math.h items, the same warp-32 dot order, the same decoders); what
  * changes is how much memory is in flight:
@@ -1397,9 +1397,11 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
                 "shared memory (> %d)",
                 st->cap, nq, d->H / d->G, smem + sizeof(luts), msmem, optin);
   if (raise_smem(smem, msmem, err, errlen) != 0) return -1;
-  /* RSSM_SSM_KERNELS=legacy selects the first kernels (docs/ssm-cuda.md, "Kernel versions") */
+  /* RSSM_SSM_KERNELS=v2|legacy, else the default (ssm_cuda.h; docs/ssm-cuda.md, "Kernel versions") */
   const char *kv = getenv("RSSM_SSM_KERNELS");
-  st->kernels = (kv && strcmp(kv, "legacy") == 0) ? SSM_CUDA_KERNELS_LEGACY : SSM_CUDA_KERNELS_V2;
+  st->kernels = kv && strcmp(kv, "v2") == 0       ? SSM_CUDA_KERNELS_V2
+                : kv && strcmp(kv, "legacy") == 0 ? SSM_CUDA_KERNELS_LEGACY
+                                                  : SSM_CUDA_KERNELS_DEFAULT;
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;

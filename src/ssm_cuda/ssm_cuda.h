@@ -50,9 +50,13 @@ typedef struct {
 } ssm_cuda_ckpt;
 
 /* Which kernels run the readouts and materialisations (docs/ssm-cuda.md, "Kernel versions"):
- * both give the same bits; the legacy ones are the first, slower kernels, kept for comparison.
- * ssm_cuda_build picks v2 unless the environment variable RSSM_SSM_KERNELS is "legacy". */
+ * both are written to give the same bits; legacy is the first, slower version. ssm_cuda_build
+ * takes the environment variable RSSM_SSM_KERNELS ("v2" or "legacy"), else
+ * SSM_CUDA_KERNELS_DEFAULT: legacy until the v2 kernels have passed gpu_check_ssm on the H200, so
+ * that nobody else's GPU run depends on kernels not yet run there (gpu_check_ssm and
+ * `replayssm bench kernels` ask for v2 themselves). */
 enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1 };
+#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_LEGACY
 
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
 typedef struct {
@@ -62,7 +66,7 @@ typedef struct {
   uint64_t seed;
   uint32_t layer;
   int cap;              /* ring slots per row: L + T (spec), L (replay), 1 (conventional) */
-  int kernels;          /* SSM_CUDA_KERNELS_V2 or _LEGACY (RSSM_SSM_KERNELS=legacy) */
+  int kernels;          /* SSM_CUDA_KERNELS_V2 or _LEGACY (RSSM_SSM_KERNELS) */
 
   /* per-row bookkeeping (device), the CPU ssm_state's scalars */
   int *base;            /* [B] slot of record 1 */

@@ -7,7 +7,7 @@
  * kernel. docs/ssm-cuda.md explains why everything is expected to agree exactly (no tolerance is
  * needed). Exit status 0 only when all agree.
  *
- * Usage: gpu_check_ssm [steps_scale (default 1.0)]
+ * Usage: [RSSM_SSM_KERNELS=v2|legacy] gpu_check_ssm [steps_scale (default 1.0)]   (default: v2)
  * (The former `gpu_check_ssm bench` is `replayssm bench kernels`, docs/bench-kernels.md.) */
 #include <cuda_runtime.h>
 
@@ -50,8 +50,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpu_check_ssm: no CUDA device\n");
     return 2;
   }
-  const char *kv = getenv("RSSM_SSM_KERNELS");
-  printf("device: %s; B = %d rows; %s kernels\n", prop.name, kB, kv && strcmp(kv, "legacy") == 0 ? "legacy" : "v2");
+  /* the v2 kernels unless RSSM_SSM_KERNELS says otherwise (they are what needs checking) */
+  if (!getenv("RSSM_SSM_KERNELS")) setenv("RSSM_SSM_KERNELS", "v2", 1);
+  printf("device: %s; B = %d rows; RSSM_SSM_KERNELS=%s\n", prop.name, kB, getenv("RSSM_SSM_KERNELS"));
   int failures = 0;
   /* the v2 readout's decoders, every code of every format, before anything uses them */
   long long dbad = ssm_cuda_check_decoders();
