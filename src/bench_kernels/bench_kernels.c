@@ -811,7 +811,8 @@ static double copy_bandwidth(int iters, double *kernel_gbps, double *memcpy_gbps
   for (int way = 0; way < 2; way++) {
     for (int it = -3; it < iters; it++) {
       cudaEventRecord(e0, s);
-      int rc = way == 0 ? bench_copy_kernel(b, a, bytes, s) : (cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess);
+      int rc = way == 0 ? bench_copy_kernel(b, a, bytes, s)
+                        : (cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess);
       cudaEventRecord(e1, s);
       if (rc != 0 || !cuda_ok(cudaEventSynchronize(e1), "copy")) goto done;
       float t = 0.0f;

@@ -474,7 +474,8 @@ void run_snapshot(ssm_check_tally &t, const ssm_dims &d, int B, int T, int round
           break;
         }
         const unsigned char *gp = reinterpret_cast<const unsigned char *>(snap_gpu.data());
-        const unsigned char *cp = reinterpret_cast<const unsigned char *>(snaps_cpu[(size_t)b].data() + (size_t)s * mat);
+        const unsigned char *cp =
+            reinterpret_cast<const unsigned char *>(snaps_cpu[(size_t)b].data() + (size_t)s * mat);
         for (size_t i = 0; i < mat * sizeof(float); i++)
           if (gp[i] != cp[i]) {
             t.ckpt_diff++;

@@ -1003,7 +1003,8 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   };
   /* 32-bit and 16-bit reads need no table: the first batch goes out before the setup */
   const bool early = FC <= FC_F16 || from_S;
-  if (early && warp < hpg * ntiles) load_batch(g * hpg + warp / ntiles, (warp % ntiles) * 32, min(R, dv - (warp % ntiles) * 32));
+  if (early && warp < hpg * ntiles)
+    load_batch(g * hpg + warp / ntiles, (warp % ntiles) * 32, min(R, dv - (warp % ntiles) * 32));
 
   if (FC >= FC_F8) fill_luts(lt, rd.kind);
   for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
