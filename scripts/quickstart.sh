@@ -2,7 +2,8 @@
 # The CPU quickstart: install and build (scripts/setup.sh), fetch Moby-Dick and build its byte
 # token stream (scripts/fetch_data.sh), decode 4 windows of 2048 tokens with the fp32 reference
 # and five state configurations in lockstep (experiments/quickstart.ini), and print the per-
-# configuration KL summary. About three minutes on two idle cores (models/qwen35-gdn-tiny).
+# configuration KL summary. The run takes about 1.5 minutes on two idle cores (models/qwen35-gdn-tiny;
+# docs/driver.md, section Speed), plus the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
