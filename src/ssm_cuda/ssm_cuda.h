@@ -52,11 +52,11 @@ typedef struct {
 /* Which kernels run the readouts and materialisations (docs/ssm-cuda.md, "Kernel versions"):
  * both are written to give the same bits; legacy is the first, slower version. ssm_cuda_build
  * takes the environment variable RSSM_SSM_KERNELS ("v2" or "legacy"), else
- * SSM_CUDA_KERNELS_DEFAULT: legacy until the v2 kernels have passed gpu_check_ssm on the H200, so
- * that nobody else's GPU run depends on kernels not yet run there (gpu_check_ssm and
- * `replayssm bench kernels` ask for v2 themselves). */
+ * SSM_CUDA_KERNELS_DEFAULT: v2 since it passed gpu_check_ssm and every check of `replayssm bench
+ * kernels` on the H200 bit for bit (2026-11-29, docs/gpu-results.md); the session-2 runtime checks
+ * and reproductions ran on legacy, which gives the same bits. */
 enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1 };
-#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_LEGACY
+#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_V2
 
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
 typedef struct {
