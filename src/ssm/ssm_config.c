@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_STATE, K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_NAME, K_COUNT };
-static const char *const key_names[K_COUNT] = {"state", "ckpt", "hp", "lp", "L",
-                                               "T", "accept", "gdn_u", "name"};
+enum { K_STATE, K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_SKIP, K_NAME, K_COUNT };
+static const char *const key_names[K_COUNT] = {"state", "ckpt",  "hp",   "lp",  "L",   "T",
+                                               "accept", "gdn_u", "skip", "name"};
 
 __attribute__((format(printf, 3, 4)))
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
@@ -94,6 +94,12 @@ static int set_key(int key, const char *v, ssm_config *c, char *err, size_t errl
       else if (strcmp(v, "cached") == 0) c->gdn_u = SSM_GDN_U_CACHED;
       else return fail(err, errlen, "bad value gdn_u=%s (use recompute or cached)", v);
       return 0;
+    case K_SKIP:
+      if (parse_double(v, &c->skip) != 0)
+        return fail(err, errlen, "bad number in skip=%s (expected a threshold in (0, 1))", v);
+      if (!(c->skip > 0.0 && c->skip < 1.0))
+        return fail(err, errlen, "skip=%s: the threshold must be in (0, 1)", v);
+      return 0;
     case K_NAME:
       if (strlen(v) >= SSM_NAME_MAX)
         return fail(err, errlen, "name= is longer than %d characters", SSM_NAME_MAX - 1);
@@ -107,7 +113,7 @@ static int set_key(int key, const char *v, ssm_config *c, char *err, size_t errl
 static int check(const ssm_config *c, const int *seen, char *err, size_t errlen) {
   const char *sn = ssm_strategy_name(c->strategy);
   if (c->strategy == SSM_CONVENTIONAL) {
-    static const int not_conv[] = {K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U};
+    static const int not_conv[] = {K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_SKIP};
     for (size_t i = 0; i < sizeof not_conv / sizeof not_conv[0]; i++)
       if (seen[not_conv[i]])
         return fail(err, errlen, "%s= does not apply to conventional (use state=FORMAT)",
@@ -186,7 +192,7 @@ int ssm_config_parse(const char *text, ssm_config *out, char *err, size_t errlen
       if (strcmp(tok, key_names[k]) == 0) key = k;
     if (key < 0)
       return fail(err, errlen,
-                  "unknown key '%s' (keys: state ckpt hp lp L T accept gdn_u name)", tok);
+                  "unknown key '%s' (keys: state ckpt hp lp L T accept gdn_u skip name)", tok);
     if (!*v) return fail(err, errlen, "missing value for key '%s'", tok);
     if (seen[key]) return fail(err, errlen, "duplicate key '%s'", tok);
     seen[key] = 1;
@@ -238,6 +244,10 @@ void ssm_config_to_string(const ssm_config *c, char *buf, size_t buflen) {
       }
     }
     if (c->gdn_u == SSM_GDN_U_CACHED) APPEND(" gdn_u=cached");
+    if (c->skip > 0.0) {
+      fmt_double(c->skip, num, sizeof num);
+      APPEND(" skip=%s", num);
+    }
   }
 #undef APPEND
   if (buflen > 0) snprintf(buf, buflen, "%s", s);

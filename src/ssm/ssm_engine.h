@@ -89,6 +89,10 @@ typedef struct {
   uint64_t nflush;     /* flushes (replay, spec) or stores (conventional) so far */
   int flushed;         /* 1 when the last step/verify/flush stored the checkpoint(s) */
 
+  /* Appendix F counters, per head and output-only readout (non-flush steps, drafts, GDN u):
+   * readouts done, and those of them that skipped the checkpoint (cfg.skip; always 0 without). */
+  uint64_t ckpt_reads, ckpt_skips;
+
   /* scratch */
   float *S;            /* [H][dv][dk] materialised state */
   float *w;            /* [cap+1] decay weights of one head */

@@ -26,6 +26,16 @@ void ssm_readout(ssm_state *st, const float *C, int n, const float *y, float *ou
     for (int j = 0; j < n; j++)
       st->coef[j] = rssm_readout_coef(st->w[j + 1], st->dots[(size_t)g * st->cap + j]);
     const float *yg = y + (size_t)g * dk;
+    /* Appendix F (skip=THR): when the checkpoint's weight gamma_n = w[0] is below THR (compared
+     * as doubles), this head's checkpoint is not read and C_i . y counts as +0, which is exactly
+     * the readout with C = 0. Without the key (skip = 0) the test is always false. */
+    st->ckpt_reads++;
+    if (st->cfg.skip > 0.0 && (double)st->w[0] < st->cfg.skip) {
+      st->ckpt_skips++;
+      for (int i = 0; i < dv; i++)
+        out[(size_t)hd * dv + i] = rssm_readout_row(0.0f, st->w[0], st->xs, st->coef, n, i);
+      continue;
+    }
     for (int i = 0; i < dv; i++) {
       float cdot = rssm_dot_w32(C + ((size_t)hd * dv + i) * dk, yg, dk);
       out[(size_t)hd * dv + i] = rssm_readout_row(cdot, st->w[0], st->xs, st->coef, n, i);

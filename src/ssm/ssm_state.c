@@ -127,6 +127,13 @@ int ssm_state_build(ssm_state *st, const ssm_config *cfg, const ssm_dims *dims,
 
 void ssm_state_free(ssm_state *st) {
   if (!st) return;
+  /* Measurement aid (Appendix F): RSSM_SSM_SKIP_STATS set and non-empty prints the readout
+   * counters of every replay/spec state on stderr when it is freed, one line each. */
+  const char *stats = getenv("RSSM_SSM_SKIP_STATS");
+  if (stats && *stats && st->cfg.strategy != SSM_CONVENTIONAL && st->rec_alpha)
+    fprintf(stderr, "ssm-skip layer=%u sequence=%u H=%d reads=%llu skipped=%llu config=%s\n",
+            st->ids.layer, st->ids.sequence, st->dims.H, (unsigned long long)st->ckpt_reads,
+            (unsigned long long)st->ckpt_skips, st->cfg.name);
   free(st->rec_alpha);
   free(st->rec_beta);
   free(st->rec_x);

@@ -1372,6 +1372,8 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1) return fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
     return fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
+  /* Appendix F's skip= has a CPU reference only (src/ssm/ssm_replay.c); no kernel skips a read. */
+  if (cfg->skip > 0.0) return fail(err, errlen, "skip= is CPU-only for now");
   if (!sequences) return fail(err, errlen, "no sequence ids");
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return fail(err, errlen, "no CUDA device");

@@ -144,6 +144,34 @@ Test(ssm_config, contradictions) {
   bad("replay ckpt=fp8 gdn_u=cached", "gdn_u=cached needs split precision");
 }
 
+Test(ssm_config, skip_key) {
+  ssm_config c = ok("replay L=16 ckpt=fp32");
+  cr_assert_eq(c.skip, 0.0, "absent skip= never skips");
+  c = ok("replay skip=1e-3");
+  cr_assert_eq(c.skip, 1e-3);
+  c = ok("spec T=2 hp=fp32 lp=nvfp4 skip=0.25");
+  cr_assert_eq(c.skip, 0.25);
+  canonical("replay skip=1e-3", "replay L=16 ckpt=fp32 skip=0.001");
+  canonical("replay skip=0.000123456789 hp=fp32 lp=nvfp4 gdn_u=cached",
+            "replay L=16 hp=fp32 lp=nvfp4 gdn_u=cached skip=0.000123456789");
+  canonical("spec skip=0.999999 L=8 T=2 accept=fixed:1",
+            "spec L=8 T=2 ckpt=fp32 accept=fixed:1 skip=0.999999");
+  canonical("replay skip=1e-300", "replay L=16 ckpt=fp32 skip=1e-300");
+  c = ok("replay L=16 ckpt=fp32 skip=0.1");
+  cr_assert_str_eq(c.name, "replay L=16 ckpt=fp32 skip=0.1");
+  bad("replay skip=", "missing value for key 'skip'");
+  bad("replay skip=abc", "bad number in skip=abc");
+  bad("replay skip=1e-3x", "bad number in skip=1e-3x");
+  bad("replay skip=1e-999", "bad number in skip=1e-999");
+  bad("replay skip=0", "skip=0: the threshold must be in (0, 1)");
+  bad("replay skip=-1e-3", "skip=-1e-3: the threshold must be in (0, 1)");
+  bad("replay skip=1", "skip=1: the threshold must be in (0, 1)");
+  bad("replay skip=nan", "skip=nan: the threshold must be in (0, 1)");
+  bad("replay skip=inf", "the threshold must be in (0, 1)");
+  bad("replay skip=1e-3 skip=1e-4", "duplicate key 'skip'");
+  bad("conventional skip=1e-3", "skip= does not apply to conventional");
+}
+
 Test(ssm_config, long_name_is_refused) {
   char text[400] = "replay name=";
   for (int i = 0; i < 300; i++) strcat(text, "x");
