@@ -181,11 +181,11 @@ Test(experiment, sweeps_expand_and_text_round_trips) {
 /* The shipped experiment files parse and validate (their data need not exist). */
 Test(experiment, shipped_experiments_parse) {
   const char *files[] = {"quickstart.ini", "paper_kl_vs_length.ini", "paper_window_sweep.ini",
-                         "paper_rtn_vs_sr.ini"};
-  const int nconf[] = {5, 8, 1 + 5 + 5, 1 + 14 + 14};
+                         "paper_rtn_vs_sr.ini", "appendix_f_skip.ini"};
+  const int nconf[] = {5, 8, 1 + 5 + 5, 1 + 14 + 14, 6};
   static experiment e;
   char path[TPATH_MAX], err[1024];
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     snprintf(path, sizeof path, "%s/experiments/%s", RSSM_SOURCE_DIR, files[i]);
     experiment_init(&e);
     cr_assert_eq(experiment_parse_file(path, &e, err, sizeof err), RSSM_OK, "%s", err);
