@@ -14,7 +14,9 @@ BIN="$BUILD_DIR/replayssm"
 bash scripts/fetch_data.sh
 
 OUT="$BUILD_DIR/quickstart.h5"
+start=$SECONDS
 "$BIN" run experiments/quickstart.ini --out "$OUT" --force --threads "${THREADS:-2}"
+echo "quickstart run: $((SECONDS - start)) s (the build and downloads before it not counted)"
 echo
 "$BIN" summary "$OUT"
 echo
