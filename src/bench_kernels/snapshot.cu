@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/ssm/ssm_math.h"
 
@@ -119,16 +120,6 @@ __global__ void snap_commit_kernel(int B, int T, int *slot /* [B] */, const int 
   if (b < B) slot[b] = (slot[b] + a[b]) % (T + 1);
 }
 
-int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 size_t snap_smem(const bench_snap_state *s) {
   return ((size_t)2 * s->T + (size_t)2 * s->T * s->dims.dk + (size_t)s->T * s->dims.dv) * sizeof(float);
 }
@@ -137,9 +128,9 @@ size_t snap_smem(const bench_snap_state *s) {
 
 extern "C" int bench_snap_build(bench_snap_state *s, const ssm_dims *d, int B, int T, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
-  if (d->dk > 32 * SN_MAXM) return fail(err, errlen, "dk=%d > %d", d->dk, 32 * SN_MAXM);
+  if (d->dk > 32 * SN_MAXM) return rssm_fail(err, errlen, "dk=%d > %d", d->dk, 32 * SN_MAXM);
   if (T < 1 || B < 1 || B > 65535 || d->H < 1 || d->G < 1 || d->H % d->G != 0)
-    return fail(err, errlen, "bad snapshot dims (B=%d T=%d H=%d G=%d)", B, T, d->H, d->G);
+    return rssm_fail(err, errlen, "bad snapshot dims (B=%d T=%d H=%d G=%d)", B, T, d->H, d->G);
   s->dims = *d;
   s->B = B;
   s->T = T;
@@ -147,20 +138,23 @@ extern "C" int bench_snap_build(bench_snap_state *s, const ssm_dims *d, int B, i
   if (cudaMalloc(reinterpret_cast<void **>(&s->snap), bytes) != cudaSuccess ||
       cudaMalloc(reinterpret_cast<void **>(&s->slot), (size_t)B * sizeof(int)) != cudaSuccess) {
     bench_snap_free(s);
-    return fail(err, errlen, "out of device memory for %zu bytes of snapshots", bytes);
+    return rssm_fail(err, errlen, "out of device memory for %zu bytes of snapshots", bytes);
   }
   if (cudaMemset(s->snap, 0, bytes) != cudaSuccess || cudaMemset(s->slot, 0, (size_t)B * sizeof(int)) != cudaSuccess) {
     bench_snap_free(s);
-    return fail(err, errlen, "cudaMemset failed");
+    return rssm_fail(err, errlen, "cudaMemset failed");
   }
   size_t smem = snap_smem(s);
   if (smem > 48 * 1024 &&
       (cudaFuncSetAttribute(snap_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
        cudaFuncSetAttribute(snap_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)) {
     bench_snap_free(s);
-    return fail(err, errlen, "cannot raise the snapshot kernel's shared memory to %zu bytes", smem);
+    return rssm_fail(err, errlen, "cannot raise the snapshot kernel's shared memory to %zu bytes",
+                     smem);
   }
-  return cudaDeviceSynchronize() == cudaSuccess ? 0 : fail(err, errlen, "CUDA error building snapshots");
+  return cudaDeviceSynchronize() == cudaSuccess
+             ? 0
+             : rssm_fail(err, errlen, "CUDA error building snapshots");
 }
 
 extern "C" void bench_snap_free(bench_snap_state *s) {

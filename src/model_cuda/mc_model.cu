@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/io/errbuf.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
@@ -54,17 +55,6 @@ struct mc_block {
   void *sh_down;          /* [H][Is] */
   int64_t Din;            /* expert input width: latent, or H */
 };
-
-int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 int64_t conv_channels(const model_config *c, int kind) {
   if (kind == BK_GDN) return 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv;
@@ -281,9 +271,10 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   *out = nullptr;
   if (mc_device_check(err, errlen) != 0) return RSSM_ERR_INPUT;
   if (prec != MC_GEMM_FP32 && prec != MC_GEMM_BF16)
-    return fail(err, errlen, "GEMM precision %d (expected fp32 or bf16)", (int)prec), RSSM_ERR_INPUT;
+    return rssm_fail(err, errlen, "GEMM precision %d (expected fp32 or bf16)", (int)prec),
+           RSSM_ERR_INPUT;
   mc_model *g = (mc_model *)calloc(1, sizeof *g);
-  if (!g) return fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
+  if (!g) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
   g->cpu = m;
   g->prec = prec;
   const model_config *c = &m->cfg;
@@ -293,7 +284,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   int rc = RSSM_OK;
   if (!g->blocks) {
     rc = RSSM_ERR_IO;
-    fail(err, errlen, "out of host memory");
+    rssm_fail(err, errlen, "out of host memory");
   }
   if (rc == RSSM_OK) {
     g->embed = upload(g, m->embed, V * H);
@@ -303,20 +294,23 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
                                                                 : upload_w(g, m->lm_head, V * H);
     if (!g->embed || !g->final_norm || !g->lm_head) {
       rc = RSSM_ERR_IO;
-      fail(err, errlen, "out of device memory for the embedding and lm_head (%lld floats)",
-           (long long)(2 * V * H));
+      rssm_fail(err, errlen, "out of device memory for the embedding and lm_head (%lld floats)",
+                (long long)(2 * V * H));
     }
   }
   for (int i = 0; rc == RSSM_OK && i < m->nblocks; i++) {
     int r = block_upload(g, m, &m->blocks[i], &g->blocks[i]);
     if (r > 0) {
       rc = RSSM_ERR_INPUT;
-      fail(err, errlen, "layer %d: %s blocks of this shape are not supported on the GPU yet (use "
-           "--device cpu)", m->blocks[i].layer, block_kind_name((block_kind)m->blocks[i].kind));
+      rssm_fail(err, errlen,
+                "layer %d: %s blocks of this shape are not supported on the GPU yet (use "
+                "--device cpu)",
+                m->blocks[i].layer, block_kind_name((block_kind)m->blocks[i].kind));
     } else if (r < 0) {
       rc = RSSM_ERR_IO;
-      fail(err, errlen, "layer %d: out of device memory uploading the weights (%lld bytes so far)",
-           m->blocks[i].layer, (long long)g->bytes);
+      rssm_fail(err, errlen,
+                "layer %d: out of device memory uploading the weights (%lld bytes so far)",
+                m->blocks[i].layer, (long long)g->bytes);
     } else {
       const mc_block *nb = &g->blocks[i];
       if (nb->in_rows > g->max_in_rows) g->max_in_rows = nb->in_rows;
@@ -550,18 +544,22 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   const model *m = g->cpu;
   const model_config *c = &m->cfg;
   if (C < 1 || K < 1 || (int64_t)C * K > 65535 || max_ctx < 1 || max_ctx > INT32_MAX) {
-    fail(err, errlen, "batch of %d configurations x %d windows, context %lld (expected at least "
-         "one of each, at most 65535 rows and 2^31 positions)", C, K, (long long)max_ctx);
+    rssm_fail(err, errlen,
+              "batch of %d configurations x %d windows, context %lld (expected at least "
+              "one of each, at most 65535 rows and 2^31 positions)",
+              C, K, (long long)max_ctx);
     return RSSM_ERR_INPUT;
   }
   for (int i = 0; i < C; i++)
     if (cfgs[i].strategy == SSM_SPEC) {
-      fail(err, errlen, "configuration '%s': spec configurations are not supported on the GPU yet "
-           "(use --device cpu)", cfgs[i].name);
+      rssm_fail(err, errlen,
+                "configuration '%s': spec configurations are not supported on the GPU yet "
+                "(use --device cpu)",
+                cfgs[i].name);
       return RSSM_ERR_INPUT;
     }
   mc_batch *b = (mc_batch *)calloc(1, sizeof *b);
-  if (!b) return fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
+  if (!b) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
   b->g = g;
   b->C = C;
   b->K = K;
@@ -600,12 +598,13 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
     mc_batch_free(b);
-    return fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
+    return rssm_fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
   }
   if (need > (int64_t)free_b) {
-    fail(err, errlen, "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
-         "has %.1f GiB free", (double)need / 1073741824.0, R, (long long)max_ctx,
-         (double)free_b / 1073741824.0);
+    rssm_fail(err, errlen,
+              "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
+              "has %.1f GiB free",
+              (double)need / 1073741824.0, R, (long long)max_ctx, (double)free_b / 1073741824.0);
     mc_batch_free(b);
     return RSSM_ERR_INPUT;
   }
@@ -649,7 +648,7 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   }
   if (!ok) {
     mc_batch_free(b);
-    return fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
+    return rssm_fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
            RSSM_ERR_IO;
   }
   memcpy(b->cfgs, cfgs, (size_t)C * sizeof(ssm_config));
@@ -724,8 +723,8 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
           for (int cj = 0; cj < ci; cj++) ssm_cuda_free(&b->eng[i][cj]);
           free(b->eng[i]);
           b->eng[i] = nullptr;
-          fail(err, errlen, "layer %d, configuration '%s': GPU SSM state: %s", w->layer,
-               cfgs[ci].name, e2);
+          rssm_fail(err, errlen, "layer %d, configuration '%s': GPU SSM state: %s", w->layer,
+                    cfgs[ci].name, e2);
           mc_batch_free(b);
           return RSSM_ERR_INPUT;
         }
@@ -736,8 +735,9 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
     }
   }
   if (!ok) {
-    fail(err, errlen, "out of device memory building the batch (%lld bytes so far, estimate %lld)",
-         (long long)b->dev_bytes, (long long)need);
+    rssm_fail(err, errlen,
+              "out of device memory building the batch (%lld bytes so far, estimate %lld)",
+              (long long)b->dev_bytes, (long long)need);
     mc_batch_free(b);
     return RSSM_ERR_IO;
   }
@@ -767,7 +767,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const int64_t H = c->H, V = c->V;
   const float eps = (float)c->eps;
   void *s = (void *)b->stream;
-  if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0) return fail(err, errlen, "embedding launch");
+  if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0)
+    return rssm_fail(err, errlen, "embedding launch");
   cudaEvent_t *ev = b->prof && !b->graph_on ? b->prof_ev : nullptr; /* [3 nblocks + 2] */
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
@@ -879,8 +880,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     }
     if (w->w_out) rc = rc || gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H);
     rc = rc || mc_add(b->h, b->y, (int64_t)R * H, s);
-    if (rc) return fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
-                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
+    if (rc)
+      return rssm_fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
+                       w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
   int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, g->final_norm, 0, c->norm_plus_one, eps, s);
@@ -890,8 +892,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     rc = rc || mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s);
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks + 1], b->stream);
-  if (rc) return fail(err, errlen, "final norm, lm_head or metrics: launch failed (%s)",
-                      cudaGetErrorString(cudaGetLastError()));
+  if (rc)
+    return rssm_fail(err, errlen, "final norm, lm_head or metrics: launch failed (%s)",
+                     cudaGetErrorString(cudaGetLastError()));
   return 0;
 }
 
@@ -922,14 +925,14 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
   const model_config *c = &b->g->cpu->cfg;
   const int R = b->R, K = b->K;
   if (b->pos >= b->max_ctx) {
-    fail(err, errlen, "context full: position %lld of %lld", (long long)b->pos,
-         (long long)b->max_ctx);
+    rssm_fail(err, errlen, "context full: position %lld of %lld", (long long)b->pos,
+              (long long)b->max_ctx);
     return RSSM_ERR_INPUT;
   }
   for (int k = 0; k < K; k++)
     if (tokens[k] < 0 || tokens[k] >= c->V || (targets && (targets[k] < 0 || targets[k] >= c->V))) {
-      fail(err, errlen, "window %d: token id out of range (expected 0 <= id < vocab %lld)", k,
-           (long long)c->V);
+      rssm_fail(err, errlen, "window %d: token id out of range (expected 0 <= id < vocab %lld)", k,
+                (long long)c->V);
       return RSSM_ERR_INPUT;
     }
   for (int r = 0; r < R; r++) {
@@ -944,7 +947,8 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
   if (ok && targets)
     ok = cudaMemcpyAsync(b->tgt, targets, (size_t)K * sizeof(int64_t), cudaMemcpyHostToDevice,
                          s) == cudaSuccess;
-  if (!ok) return fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
+  if (!ok)
+    return rssm_fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
   const int want = targets && metrics;
   struct timespec t_start;
@@ -961,7 +965,7 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
     if (!b->gexec) {
       cudaGraph_t graph = nullptr;
       if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
-        return fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
+        return rssm_fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
                RSSM_ERR_IO;
       int lrc = step_launches(b, want, err, errlen);
       cudaError_t ce = cudaStreamEndCapture(s, &graph);
@@ -969,15 +973,16 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
           cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
         if (graph) cudaGraphDestroy(graph);
         b->gexec = nullptr;
-        if (lrc == 0) fail(err, errlen, "graph capture of the step: %s", cudaGetErrorString(
-                               ce != cudaSuccess ? ce : cudaGetLastError()));
+        if (lrc == 0)
+          rssm_fail(err, errlen, "graph capture of the step: %s",
+                    cudaGetErrorString(ce != cudaSuccess ? ce : cudaGetLastError()));
         return RSSM_ERR_IO;
       }
       cudaGraphDestroy(graph);
       b->graph_metrics = want;
     }
     if (cudaGraphLaunch(b->gexec, s) != cudaSuccess)
-      return fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
+      return rssm_fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
              RSSM_ERR_IO;
   }
   if (logits)
@@ -988,8 +993,8 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                          cudaMemcpyDeviceToHost, s) == cudaSuccess;
   cudaError_t e = cudaStreamSynchronize(s);
   if (!ok || e != cudaSuccess)
-    return fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
-                cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
+    return rssm_fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
+                     cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
            RSSM_ERR_IO;
   if (b->prof && !b->graph_on) {
     struct timespec t_end;
@@ -1041,7 +1046,7 @@ extern "C" int64_t mc_batch_row_bytes(const mc_batch *b, int r) {
 }
 
 extern "C" int mc_batch_row_save(const mc_batch *b, int r, void *buf, char *err, size_t errlen) {
-  if (r < 0 || r >= b->R) return fail(err, errlen, "row %d of %d", r, b->R), RSSM_ERR_INPUT;
+  if (r < 0 || r >= b->R) return rssm_fail(err, errlen, "row %d of %d", r, b->R), RSSM_ERR_INPUT;
   unsigned char *p = (unsigned char *)buf;
   memcpy(p, ROW_TAG, 8);
   memcpy(p + 8, &b->pos, 8);
@@ -1057,8 +1062,10 @@ extern "C" int mc_batch_row_save(const mc_batch *b, int r, void *buf, char *err,
       p += n;
     }
   });
-  if (!ok) return fail(err, errlen, "GPU row %d: download failed (%s)", r,
-                       cudaGetErrorString(cudaGetLastError())), RSSM_ERR_IO;
+  if (!ok)
+    return rssm_fail(err, errlen, "GPU row %d: download failed (%s)", r,
+                     cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
   return RSSM_OK;
 }
 
@@ -1067,23 +1074,28 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
   const unsigned char *p = (const unsigned char *)buf;
   int64_t pos = -1;
   if (r < 0 || r >= b->R || len < 16 || memcmp(p, ROW_TAG, 8) != 0)
-    return fail(err, errlen, "GPU row %d: not a GPU row state (wrong tag or size)", r),
+    return rssm_fail(err, errlen, "GPU row %d: not a GPU row state (wrong tag or size)", r),
            RSSM_ERR_INPUT;
   memcpy(&pos, p + 8, 8);
   if (pos < 0 || pos >= b->max_ctx)
-    return fail(err, errlen, "GPU row %d: position %lld outside [0, %lld)", r, (long long)pos,
-                (long long)b->max_ctx), RSSM_ERR_INPUT;
+    return rssm_fail(err, errlen, "GPU row %d: position %lld outside [0, %lld)", r, (long long)pos,
+                     (long long)b->max_ctx),
+           RSSM_ERR_INPUT;
   const int64_t saved = b->pos;
   b->pos = pos; /* the K/V sizes below depend on it */
   if (len != mc_batch_row_bytes(b, r)) {
     b->pos = saved;
-    return fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
-                (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos), RSSM_ERR_INPUT;
+    return rssm_fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
+                     (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos),
+           RSSM_ERR_INPUT;
   }
   if (b->loaded_rows > 0 && pos != saved) {
     b->pos = saved;
-    return fail(err, errlen, "GPU row %d: position %lld, other rows are at %lld (rows advance "
-                "together)", r, (long long)pos, (long long)saved), RSSM_ERR_INPUT;
+    return rssm_fail(err, errlen,
+                     "GPU row %d: position %lld, other rows are at %lld (rows advance "
+                     "together)",
+                     r, (long long)pos, (long long)saved),
+           RSSM_ERR_INPUT;
   }
   b->loaded_rows++;
   p += 16;
@@ -1098,7 +1110,9 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
       p += n;
     }
   });
-  if (!ok) return fail(err, errlen, "GPU row %d: upload failed (%s)", r,
-                       cudaGetErrorString(cudaGetLastError())), RSSM_ERR_IO;
+  if (!ok)
+    return rssm_fail(err, errlen, "GPU row %d: upload failed (%s)", r,
+                     cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
   return RSSM_OK;
 }

@@ -1,4 +1,5 @@
 /* Parsing and printing of state-strategy configuration strings (SPEC section 6). */
+#include "src/io/errbuf.h"
 #include "src/ssm/ssm_config.h"
 
 #include <errno.h>
@@ -11,17 +12,6 @@
 enum { K_STATE, K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_SKIP, K_NAME, K_COUNT };
 static const char *const key_names[K_COUNT] = {"state", "ckpt",  "hp",   "lp",  "L",   "T",
                                                "accept", "gdn_u", "skip", "name"};
-
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 const char *ssm_strategy_name(ssm_strategy s) {
   switch (s) {
@@ -60,14 +50,15 @@ static int parse_accept(const char *v, ssm_config *c, char *err, size_t errlen) 
   } else if (strncmp(v, "fixed:", 6) == 0) {
     c->accept = SSM_ACCEPT_FIXED;
     if (parse_int(v + 6, &c->accept_fixed) != 0)
-      return fail(err, errlen, "bad number in accept=%s (expected fixed:A with an integer A)", v);
+      return rssm_fail(err, errlen, "bad number in accept=%s (expected fixed:A with an integer A)",
+                       v);
   } else if (strncmp(v, "geom:", 5) == 0) {
     c->accept = SSM_ACCEPT_GEOM;
     if (parse_double(v + 5, &c->accept_p) != 0)
-      return fail(err, errlen, "bad number in accept=%s (expected geom:P with a number P)", v);
+      return rssm_fail(err, errlen, "bad number in accept=%s (expected geom:P with a number P)", v);
   } else {
-    return fail(err, errlen, "unknown acceptance model accept=%s (use fixed:A, uniform or geom:P)",
-                v);
+    return rssm_fail(err, errlen,
+                     "unknown acceptance model accept=%s (use fixed:A, uniform or geom:P)", v);
   }
   return 0;
 }
@@ -79,34 +70,36 @@ static int set_key(int key, const char *v, ssm_config *c, char *err, size_t errl
       qformat *f = key == K_STATE ? &c->state : key == K_CKPT ? &c->ckpt : key == K_HP ? &c->hp
                                                                                         : &c->lp;
       if (qformat_parse(v, f, qerr, sizeof qerr) != 0)
-        return fail(err, errlen, "bad format in %s=%s: %s", key_names[key], v, qerr);
+        return rssm_fail(err, errlen, "bad format in %s=%s: %s", key_names[key], v, qerr);
       return 0;
     }
     case K_L: case K_T: {
       int *dst = key == K_L ? &c->L : &c->T;
       if (parse_int(v, dst) != 0)
-        return fail(err, errlen, "bad number in %s=%s (expected an integer)", key_names[key], v);
+        return rssm_fail(err, errlen, "bad number in %s=%s (expected an integer)", key_names[key],
+                         v);
       return 0;
     }
     case K_ACCEPT: return parse_accept(v, c, err, errlen);
     case K_GDN_U:
       if (strcmp(v, "recompute") == 0) c->gdn_u = SSM_GDN_U_RECOMPUTE;
       else if (strcmp(v, "cached") == 0) c->gdn_u = SSM_GDN_U_CACHED;
-      else return fail(err, errlen, "bad value gdn_u=%s (use recompute or cached)", v);
+      else
+        return rssm_fail(err, errlen, "bad value gdn_u=%s (use recompute or cached)", v);
       return 0;
     case K_SKIP:
       if (parse_double(v, &c->skip) != 0)
-        return fail(err, errlen, "bad number in skip=%s (expected a threshold in (0, 1))", v);
+        return rssm_fail(err, errlen, "bad number in skip=%s (expected a threshold in (0, 1))", v);
       if (!(c->skip > 0.0 && c->skip < 1.0))
-        return fail(err, errlen, "skip=%s: the threshold must be in (0, 1)", v);
+        return rssm_fail(err, errlen, "skip=%s: the threshold must be in (0, 1)", v);
       return 0;
     case K_NAME:
       if (strlen(v) >= SSM_NAME_MAX)
-        return fail(err, errlen, "name= is longer than %d characters", SSM_NAME_MAX - 1);
+        return rssm_fail(err, errlen, "name= is longer than %d characters", SSM_NAME_MAX - 1);
       snprintf(c->name, sizeof c->name, "%s", v);
       return 0;
   }
-  return fail(err, errlen, "internal error: key %d", key);
+  return rssm_fail(err, errlen, "internal error: key %d", key);
 }
 
 /* The contradictions of section 6 and the ranges, given which keys were present. */
@@ -116,42 +109,42 @@ static int check(const ssm_config *c, const int *seen, char *err, size_t errlen)
     static const int not_conv[] = {K_CKPT, K_HP, K_LP, K_L, K_T, K_ACCEPT, K_GDN_U, K_SKIP};
     for (size_t i = 0; i < sizeof not_conv / sizeof not_conv[0]; i++)
       if (seen[not_conv[i]])
-        return fail(err, errlen, "%s= does not apply to conventional (use state=FORMAT)",
-                    key_names[not_conv[i]]);
+        return rssm_fail(err, errlen, "%s= does not apply to conventional (use state=FORMAT)",
+                         key_names[not_conv[i]]);
     return 0;
   }
   if (seen[K_STATE])
-    return fail(err, errlen, "state= applies to conventional only; %s takes ckpt=F or hp=F1 lp=F2",
-                sn);
+    return rssm_fail(err, errlen,
+                     "state= applies to conventional only; %s takes ckpt=F or hp=F1 lp=F2", sn);
   if (seen[K_CKPT] && (seen[K_HP] || seen[K_LP]))
-    return fail(err, errlen, "ckpt= (one shared checkpoint) contradicts %s= (split precision)",
-                seen[K_HP] ? "hp" : "lp");
+    return rssm_fail(err, errlen, "ckpt= (one shared checkpoint) contradicts %s= (split precision)",
+                     seen[K_HP] ? "hp" : "lp");
   if (seen[K_HP] && !seen[K_LP])
-    return fail(err, errlen, "hp= without lp=: split precision needs both checkpoints");
+    return rssm_fail(err, errlen, "hp= without lp=: split precision needs both checkpoints");
   if (seen[K_LP] && !seen[K_HP])
-    return fail(err, errlen, "lp= without hp=: split precision needs both checkpoints");
+    return rssm_fail(err, errlen, "lp= without hp=: split precision needs both checkpoints");
   if (c->gdn_u == SSM_GDN_U_CACHED && !c->split)
-    return fail(err, errlen, "gdn_u=cached needs split precision (hp= and lp=)");
-  if (c->L < 1) return fail(err, errlen, "L=%d: the replay window must be at least 1", c->L);
+    return rssm_fail(err, errlen, "gdn_u=cached needs split precision (hp= and lp=)");
+  if (c->L < 1) return rssm_fail(err, errlen, "L=%d: the replay window must be at least 1", c->L);
   if (c->strategy == SSM_REPLAY) {
-    if (seen[K_T]) return fail(err, errlen, "T= applies to spec only");
-    if (seen[K_ACCEPT]) return fail(err, errlen, "accept= applies to spec only");
+    if (seen[K_T]) return rssm_fail(err, errlen, "T= applies to spec only");
+    if (seen[K_ACCEPT]) return rssm_fail(err, errlen, "accept= applies to spec only");
     return 0;
   }
-  if (c->T < 1) return fail(err, errlen, "T=%d: a spec round needs at least 1 draft", c->T);
+  if (c->T < 1) return rssm_fail(err, errlen, "T=%d: a spec round needs at least 1 draft", c->T);
   if (c->T > c->L)
-    return fail(err, errlen, "T=%d > L=%d: the drafts of a round must fit in the window", c->T,
-                c->L);
+    return rssm_fail(err, errlen, "T=%d > L=%d: the drafts of a round must fit in the window", c->T,
+                     c->L);
   if (c->accept == SSM_ACCEPT_FIXED && (c->accept_fixed < 1 || c->accept_fixed > c->T))
-    return fail(err, errlen, "accept=fixed:%d is outside [1, T=%d]", c->accept_fixed, c->T);
+    return rssm_fail(err, errlen, "accept=fixed:%d is outside [1, T=%d]", c->accept_fixed, c->T);
   if (c->accept == SSM_ACCEPT_GEOM && !(c->accept_p > 0.0 && c->accept_p <= 1.0))
-    return fail(err, errlen, "accept=geom:%g: P must be in (0, 1]", c->accept_p);
+    return rssm_fail(err, errlen, "accept=geom:%g: P must be in (0, 1]", c->accept_p);
   return 0;
 }
 
 int ssm_config_parse(const char *text, ssm_config *out, char *err, size_t errlen) {
   if (err && errlen > 0) err[0] = '\0';
-  if (!text) return fail(err, errlen, "empty configuration string");
+  if (!text) return rssm_fail(err, errlen, "empty configuration string");
   ssm_config c;
   memset(&c, 0, sizeof c);
   qformat fp32 = {QF_FP32, 0, QR_RTN};
@@ -171,7 +164,7 @@ int ssm_config_parse(const char *text, ssm_config *out, char *err, size_t errlen
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
     if (!*p) break;
     size_t n = strcspn(p, " \t\n\r");
-    if (n >= sizeof tok) return fail(err, errlen, "token '%.40s...' is too long", p);
+    if (n >= sizeof tok) return rssm_fail(err, errlen, "token '%.40s...' is too long", p);
     memcpy(tok, p, n);
     tok[n] = '\0';
     p += n;
@@ -180,25 +173,26 @@ int ssm_config_parse(const char *text, ssm_config *out, char *err, size_t errlen
       else if (strcmp(tok, "replay") == 0) c.strategy = SSM_REPLAY;
       else if (strcmp(tok, "spec") == 0) c.strategy = SSM_SPEC;
       else
-        return fail(err, errlen, "unknown strategy '%s' (use conventional, replay or spec)", tok);
+        return rssm_fail(err, errlen, "unknown strategy '%s' (use conventional, replay or spec)",
+                         tok);
       continue;
     }
     char *eq = strchr(tok, '=');
-    if (!eq) return fail(err, errlen, "expected key=value, got '%s'", tok);
+    if (!eq) return rssm_fail(err, errlen, "expected key=value, got '%s'", tok);
     *eq = '\0';
     const char *v = eq + 1;
     int key = -1;
     for (int k = 0; k < K_COUNT; k++)
       if (strcmp(tok, key_names[k]) == 0) key = k;
     if (key < 0)
-      return fail(err, errlen,
-                  "unknown key '%s' (keys: state ckpt hp lp L T accept gdn_u skip name)", tok);
-    if (!*v) return fail(err, errlen, "missing value for key '%s'", tok);
-    if (seen[key]) return fail(err, errlen, "duplicate key '%s'", tok);
+      return rssm_fail(err, errlen,
+                       "unknown key '%s' (keys: state ckpt hp lp L T accept gdn_u skip name)", tok);
+    if (!*v) return rssm_fail(err, errlen, "missing value for key '%s'", tok);
+    if (seen[key]) return rssm_fail(err, errlen, "duplicate key '%s'", tok);
     seen[key] = 1;
     if (set_key(key, v, &c, err, errlen) != 0) return -1;
   }
-  if (ntok == 0) return fail(err, errlen, "empty configuration string");
+  if (ntok == 0) return rssm_fail(err, errlen, "empty configuration string");
   c.split = seen[K_HP] || seen[K_LP];
   if (c.strategy != SSM_SPEC) c.T = 0;
   if (c.strategy == SSM_CONVENTIONAL) c.L = 0;

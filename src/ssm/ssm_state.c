@@ -4,19 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "quant/quant.h"
 #include "src/ssm/ssm_internal.h"
-
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 static void *zalloc(size_t n, size_t size, int *oom) {
   if (n == 0) n = 1;
@@ -32,7 +22,7 @@ static int ckpt_init(ssm_ckpt *c, const qformat *f, uint32_t stream, const ssm_d
   c->fmt = *f;
   c->stream = stream;
   if (qlayout_of(f, d->dv, d->dk, &c->lay) != 0)
-    return fail(err, errlen, "no storage layout for a %d x %d matrix", d->dv, d->dk);
+    return rssm_fail(err, errlen, "no storage layout for a %d x %d matrix", d->dv, d->dk);
   size_t nelem = (size_t)d->H * (size_t)d->dv * (size_t)d->dk;
   int oom = 0;
   c->blob = zalloc((size_t)d->H, (size_t)c->lay.bytes_per_matrix, &oom);
@@ -40,7 +30,7 @@ static int ckpt_init(ssm_ckpt *c, const qformat *f, uint32_t stream, const ssm_d
   float *zeros = zalloc(nelem, sizeof(float), &oom);
   if (oom) {
     free(zeros);
-    return fail(err, errlen, "out of memory for a checkpoint");
+    return rssm_fail(err, errlen, "out of memory for a checkpoint");
   }
   qformat rtn = *f;
   rtn.rounding = QR_RTN;
@@ -61,19 +51,20 @@ int ssm_state_build(ssm_state *st, const ssm_config *cfg, const ssm_dims *dims,
                     const ssm_ids *ids, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
   const ssm_dims *d = dims;
-  if (d->kind != SSM_MAMBA2 && d->kind != SSM_GDN) return fail(err, errlen, "unknown SSM kind");
+  if (d->kind != SSM_MAMBA2 && d->kind != SSM_GDN)
+    return rssm_fail(err, errlen, "unknown SSM kind");
   if (d->H < 1 || d->dv < 1 || d->dk < 1 || d->G < 1)
-    return fail(err, errlen, "dims must be positive (H=%d dv=%d dk=%d G=%d)", d->H, d->dv, d->dk,
-                d->G);
+    return rssm_fail(err, errlen, "dims must be positive (H=%d dv=%d dk=%d G=%d)", d->H, d->dv,
+                     d->dk, d->G);
   if (d->H % d->G != 0)
-    return fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
+    return rssm_fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
   if (d->H > 65536 || ids->layer >= 4096)
-    return fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H,
-                ids->layer);
+    return rssm_fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H,
+                     ids->layer);
   if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1)
-    return fail(err, errlen, "L=%d < 1", cfg->L);
+    return rssm_fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
-    return fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
+    return rssm_fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
 
   st->cfg = *cfg;
   st->dims = *d;
@@ -104,7 +95,7 @@ int ssm_state_build(ssm_state *st, const ssm_config *cfg, const ssm_dims *dims,
   st->xs = zalloc(cap, sizeof(const float *), &oom);
   if (oom) {
     ssm_state_free(st);
-    return fail(err, errlen, "out of memory for the SSM state");
+    return rssm_fail(err, errlen, "out of memory for the SSM state");
   }
   for (size_t hd = 0; hd < H; hd++)
     st->matrix_id[hd] = qsr_matrix_id(ids->layer, (uint32_t)hd, ids->sequence);

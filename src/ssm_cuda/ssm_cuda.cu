@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "quant/numerics.h"
 #include "quant/quant.h"
 #include "src/ssm/ssm_math.h"
@@ -1140,16 +1141,6 @@ __global__ void broadcast_kernel(uint8_t *blob /* [nmat][bpm] */, const uint8_t 
  * Host side
  * ------------------------------------------------------------------------------------------- */
 
-int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 dev_state dev_of(const ssm_cuda_state *st) {
   dev_state d;
   const ssm_config *c = &st->cfg;
@@ -1209,10 +1200,11 @@ int ckpt_init(ssm_cuda_ckpt *c, const qformat *f, uint32_t stream, const ssm_dim
   c->stream = stream;
   c->blob = nullptr;
   if (qlayout_of(f, d->dv, d->dk, &c->lay) != 0)
-    return fail(err, errlen, "no storage layout for a %d x %d matrix", d->dv, d->dk);
+    return rssm_fail(err, errlen, "no storage layout for a %d x %d matrix", d->dv, d->dk);
   if (f->kind == QF_NVFP4 || f->kind == QF_MXFP4) {
     /* 4-bit codes: a block must not share a byte with its neighbour (threads write blocks) */
-    if (f->block % 2 != 0) return fail(err, errlen, "4-bit format with odd block %d", f->block);
+    if (f->block % 2 != 0)
+      return rssm_fail(err, errlen, "4-bit format with odd block %d", f->block);
   }
   size_t bpm = (size_t)c->lay.bytes_per_matrix, nmat = (size_t)B * d->H;
   /* S_0 = 0 stored as Q_F(0) with round-to-nearest, no SR event (ssm_state.c ckpt_init) */
@@ -1222,19 +1214,19 @@ int ckpt_init(ssm_cuda_ckpt *c, const qformat *f, uint32_t stream, const ssm_dim
   uint8_t *d_one = nullptr;
   int rc = 0;
   if (!zeros || !one) {
-    rc = fail(err, errlen, "out of host memory");
+    rc = rssm_fail(err, errlen, "out of host memory");
   } else {
     qformat rtn = *f;
     rtn.rounding = QR_RTN;
     q_encode_cpu(&rtn, &c->lay, 1, zeros, one, nullptr);
     if (cudaMalloc(reinterpret_cast<void **>(&c->blob), nmat * bpm) != cudaSuccess ||
         cudaMalloc(reinterpret_cast<void **>(&d_one), bpm) != cudaSuccess) {
-      rc = fail(err, errlen, "out of device memory for a checkpoint (%zu bytes)", nmat * bpm);
+      rc = rssm_fail(err, errlen, "out of device memory for a checkpoint (%zu bytes)", nmat * bpm);
     } else {
       cudaMemcpy(d_one, one, bpm, cudaMemcpyHostToDevice);
       broadcast_kernel<<<1024, 256>>>(c->blob, d_one, nmat, bpm);
       if (cudaDeviceSynchronize() != cudaSuccess)
-        rc = fail(err, errlen, "CUDA error initialising a checkpoint");
+        rc = rssm_fail(err, errlen, "CUDA error initialising a checkpoint");
     }
   }
   if (d_one) cudaFree(d_one);
@@ -1350,7 +1342,8 @@ int raise_smem(size_t ro_smem, size_t mat_smem, char *err, size_t errlen) {
   for (const item &it : items)
     if (it.bytes > 48 * 1024 &&
         cudaFuncSetAttribute(it.f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)it.bytes) != cudaSuccess)
-      return fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes", it.name, it.bytes);
+      return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
+                       it.name, it.bytes);
   return 0;
 }
 
@@ -1361,22 +1354,28 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
                               size_t errlen) {
   memset(st, 0, sizeof *st);
   const ssm_dims *d = dims;
-  if (d->kind != SSM_MAMBA2 && d->kind != SSM_GDN) return fail(err, errlen, "unknown SSM kind");
+  if (d->kind != SSM_MAMBA2 && d->kind != SSM_GDN)
+    return rssm_fail(err, errlen, "unknown SSM kind");
   if (d->H < 1 || d->dv < 1 || d->dk < 1 || d->G < 1 || B < 1 || B > 65535)
-    return fail(err, errlen, "dims must be positive (H=%d dv=%d dk=%d G=%d B=%d)", d->H, d->dv, d->dk, d->G, B);
-  if (d->H % d->G != 0) return fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
+    return rssm_fail(err, errlen, "dims must be positive (H=%d dv=%d dk=%d G=%d B=%d)", d->H, d->dv,
+                     d->dk, d->G, B);
+  if (d->H % d->G != 0)
+    return rssm_fail(err, errlen, "H=%d is not a multiple of the key groups G=%d", d->H, d->G);
   if (d->H > 65535 || layer >= 4096)
-    return fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H, layer);
+    return rssm_fail(err, errlen, "head (%d) or layer (%u) outside the SR matrix-id range", d->H,
+                     layer);
   if (d->dk > 32 * MAXM)
-    return fail(err, errlen, "dk=%d > %d (one state row per warp in registers)", d->dk, 32 * MAXM);
-  if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1) return fail(err, errlen, "L=%d < 1", cfg->L);
+    return rssm_fail(err, errlen, "dk=%d > %d (one state row per warp in registers)", d->dk,
+                     32 * MAXM);
+  if (cfg->strategy != SSM_CONVENTIONAL && cfg->L < 1)
+    return rssm_fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
-    return fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
+    return rssm_fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
   /* Appendix F's skip= has a CPU reference only (src/ssm/ssm_replay.c); no kernel skips a read. */
-  if (cfg->skip > 0.0) return fail(err, errlen, "skip= is CPU-only for now");
-  if (!sequences) return fail(err, errlen, "no sequence ids");
+  if (cfg->skip > 0.0) return rssm_fail(err, errlen, "skip= is CPU-only for now");
+  if (!sequences) return rssm_fail(err, errlen, "no sequence ids");
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return fail(err, errlen, "no CUDA device");
+  if (cudaGetDevice(&dev) != cudaSuccess) return rssm_fail(err, errlen, "no CUDA device");
 
   st->cfg = *cfg;
   st->dims = *d;
@@ -1395,10 +1394,10 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   /* the v2 readout adds its decode tables; mat_smem_bytes (with the legacy staging rows) bounds
      mat2_smem_bytes */
   if (smem + sizeof(luts) > (size_t)optin || msmem > (size_t)optin)
-    return fail(err, errlen,
-                "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of "
-                "shared memory (> %d)",
-                st->cap, nq, d->H / d->G, smem + sizeof(luts), msmem, optin);
+    return rssm_fail(err, errlen,
+                     "ring of %d slots, %d queries and %d heads per group need %zu + %zu bytes of "
+                     "shared memory (> %d)",
+                     st->cap, nq, d->H / d->G, smem + sizeof(luts), msmem, optin);
   if (raise_smem(smem, msmem, err, errlen) != 0) return -1;
   /* RSSM_SSM_KERNELS=v2|legacy, else the default (ssm_cuda.h; docs/ssm-cuda.md, "Kernel versions") */
   const char *kv = getenv("RSSM_SSM_KERNELS");
@@ -1436,12 +1435,12 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   dalloc(reinterpret_cast<void **>(&st->S), Bz * H * dv * dk * sizeof(float));
   if (oom) {
     ssm_cuda_free(st);
-    return fail(err, errlen, "out of device memory for the SSM state");
+    return rssm_fail(err, errlen, "out of device memory for the SSM state");
   }
   uint64_t *ids = static_cast<uint64_t *>(malloc(Bz * H * sizeof(uint64_t)));
   if (!ids) {
     ssm_cuda_free(st);
-    return fail(err, errlen, "out of host memory");
+    return rssm_fail(err, errlen, "out of host memory");
   }
   for (size_t b = 0; b < Bz; b++)
     for (size_t hd = 0; hd < H; hd++) ids[b * H + hd] = qsr_matrix_id(layer, (uint32_t)hd, sequences[b]);
@@ -1458,7 +1457,7 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
     if (rc == 0) rc = ckpt_init(&st->lp, &cfg->lp, QSR_STREAM_LP, d, B, err, errlen);
   }
   if (rc == 0 && cudaDeviceSynchronize() != cudaSuccess)
-    rc = fail(err, errlen, "CUDA error building the state");
+    rc = rssm_fail(err, errlen, "CUDA error building the state");
   if (rc != 0) {
     ssm_cuda_free(st);
     return -1;

@@ -1,0 +1,15 @@
+/* rssm_fail (errbuf.h). */
+#include "src/io/errbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int rssm_fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
