@@ -10,6 +10,9 @@ int rssm_fail(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    /* one line, always: names and values quoted from files may hold line breaks */
+    for (char *p = err; *p; p++)
+      if (*p == '\n' || *p == '\r') *p = ' ';
   }
   return -1;
 }

@@ -10,8 +10,9 @@
 extern "C" {
 #endif
 
-/* vsnprintf the message into err [errlen] when err is non-NULL and errlen > 0 (truncated to fit);
- * returns -1, so that a failing function can `return rssm_fail(err, errlen, "...", ...);`. */
+/* vsnprintf the message into err [errlen] when err is non-NULL and errlen > 0 (truncated to fit,
+ * line breaks turned into spaces: a message is one line); returns -1, so that a failing function
+ * can `return rssm_fail(err, errlen, "...", ...);`. */
 int rssm_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus

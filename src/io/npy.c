@@ -10,22 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/io/errbuf.h"
 #include "src/io/npy.h"
 
 /* The data are read and written as the host's bytes; '<' means little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "src/io/npy.c assumes a little-endian host"
 #endif
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* What a dtype string means, for messages that say what the file held. */
 static const char *descr_meaning(const char *d) {
@@ -47,18 +38,18 @@ static int open_checked(const char *path, FILE **fp, int64_t *size, npy_header *
   *fp = NULL;
   FILE *f = fopen(path, "rb");
   if (!f) {
-    set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     /* A missing or unreadable input is the caller's to fix. */
     return RSSM_ERR_INPUT;
   }
   struct stat st;
   if (fstat(fileno(f), &st) != 0) {
-    set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
     fclose(f);
     return RSSM_ERR_IO;
   }
   if (!S_ISREG(st.st_mode)) {
-    set_err(err, errlen, "%s: not a regular file (expected a .npy file)", path);
+    rssm_fail(err, errlen, "%s: not a regular file (expected a .npy file)", path);
     fclose(f);
     return RSSM_ERR_INPUT;
   }
@@ -69,9 +60,9 @@ static int open_checked(const char *path, FILE **fp, int64_t *size, npy_header *
     return rc;
   }
   if (h->fortran_order) {
-    set_err(err, errlen,
-            "%s: fortran_order is True (expected False: C order; save np.ascontiguousarray(a))",
-            path);
+    rssm_fail(err, errlen,
+              "%s: fortran_order is True (expected False: C order; save np.ascontiguousarray(a))",
+              path);
     fclose(f);
     return RSSM_ERR_INPUT;
   }
@@ -85,28 +76,29 @@ static int check_data_size(const char *path, const npy_header *h, int64_t file_s
   char shp[256];
   npy_shape_to_string(&h->shape, shp, sizeof shp);
   if (h->shape.count > INT64_MAX / itemsize) {
-    set_err(err, errlen, "%s: shape %s of '%s': byte size overflows 64 bits", path, shp,
-            h->descr);
+    rssm_fail(err, errlen, "%s: shape %s of '%s': byte size overflows 64 bits", path, shp,
+              h->descr);
     return RSSM_ERR_INPUT;
   }
   int64_t need = h->shape.count * itemsize;
   int64_t have = file_size - h->data_offset; /* >= 0: npy_read_header checked it */
   if (have < need) {
-    set_err(err, errlen,
-            "%s: data: file is truncated: %" PRId64 " bytes after the header, shape %s of '%s' "
-            "needs %" PRId64,
-            path, have, shp, h->descr, need);
+    rssm_fail(err, errlen,
+              "%s: data: file is truncated: %" PRId64
+              " bytes after the header, shape %s of '%s' "
+              "needs %" PRId64,
+              path, have, shp, h->descr, need);
     return RSSM_ERR_INPUT;
   }
   if (have > need) {
-    set_err(err, errlen,
-            "%s: data: %" PRId64 " trailing bytes after the data (shape %s of '%s' needs %" PRId64
-            " bytes, the file has %" PRId64 ")",
-            path, have - need, shp, h->descr, need, have);
+    rssm_fail(err, errlen,
+              "%s: data: %" PRId64 " trailing bytes after the data (shape %s of '%s' needs %" PRId64
+              " bytes, the file has %" PRId64 ")",
+              path, have - need, shp, h->descr, need, have);
     return RSSM_ERR_INPUT;
   }
   if ((uint64_t)need > (uint64_t)SIZE_MAX) {
-    set_err(err, errlen, "%s: data: %" PRId64 " bytes do not fit in memory", path, need);
+    rssm_fail(err, errlen, "%s: data: %" PRId64 " bytes do not fit in memory", path, need);
     return RSSM_ERR_INPUT;
   }
   *nbytes = need;
@@ -120,8 +112,8 @@ static int read_data(const char *path, FILE *f, void *dst, int64_t nbytes, char 
   if (got != (size_t)nbytes) {
     /* The size was checked against fstat, so a short read is an I/O problem (or the file
      * changed under us), not a malformed file. */
-    set_err(err, errlen, "%s: data: read %zu of %" PRId64 " bytes: %s", path, got, nbytes,
-            ferror(f) ? strerror(errno) : "file shrank while reading");
+    rssm_fail(err, errlen, "%s: data: read %zu of %" PRId64 " bytes: %s", path, got, nbytes,
+              ferror(f) ? strerror(errno) : "file shrank while reading");
     return RSSM_ERR_IO;
   }
   return RSSM_OK;
@@ -136,11 +128,11 @@ int npy_load_f32(const char *path, npy_f32 *out, char *err, size_t errlen) {
   if (rc != RSSM_OK) return rc;
   if (strcmp(h.descr, "<f4") != 0) {
     if (strcmp(h.descr, ">f4") == 0)
-      set_err(err, errlen,
-              "%s: dtype '>f4' is big-endian (expected little-endian '<f4', float32)", path);
+      rssm_fail(err, errlen,
+                "%s: dtype '>f4' is big-endian (expected little-endian '<f4', float32)", path);
     else
-      set_err(err, errlen, "%s: dtype '%s' (%s) is not supported (expected '<f4', float32)",
-              path, h.descr, descr_meaning(h.descr));
+      rssm_fail(err, errlen, "%s: dtype '%s' (%s) is not supported (expected '<f4', float32)", path,
+                h.descr, descr_meaning(h.descr));
     fclose(f);
     return RSSM_ERR_INPUT;
   }
@@ -152,7 +144,7 @@ int npy_load_f32(const char *path, npy_f32 *out, char *err, size_t errlen) {
   /* malloc(0) may return NULL; an empty array still gets a valid pointer. */
   float *data = malloc(nbytes > 0 ? (size_t)nbytes : 1); /* [count] */
   if (!data) {
-    set_err(err, errlen, "%s: out of memory for %" PRId64 " bytes of data", path, nbytes);
+    rssm_fail(err, errlen, "%s: out of memory for %" PRId64 " bytes of data", path, nbytes);
     fclose(f);
     return RSSM_ERR_IO;
   }
@@ -183,21 +175,20 @@ int npy_load_index(const char *path, npy_index *out, char *err, size_t errlen) {
   int itemsize = strcmp(h.descr, "<i4") == 0 ? 4 : strcmp(h.descr, "<i8") == 0 ? 8 : 0;
   if (!itemsize) {
     if (strcmp(h.descr, ">i4") == 0 || strcmp(h.descr, ">i8") == 0)
-      set_err(err, errlen,
-              "%s: dtype '%s' is big-endian (expected little-endian '<i4' or '<i8')", path,
-              h.descr);
+      rssm_fail(err, errlen, "%s: dtype '%s' is big-endian (expected little-endian '<i4' or '<i8')",
+                path, h.descr);
     else
-      set_err(err, errlen,
-              "%s: dtype '%s' (%s) is not supported (expected '<i4' or '<i8', int32 or int64)",
-              path, h.descr, descr_meaning(h.descr));
+      rssm_fail(err, errlen,
+                "%s: dtype '%s' (%s) is not supported (expected '<i4' or '<i8', int32 or int64)",
+                path, h.descr, descr_meaning(h.descr));
     fclose(f);
     return RSSM_ERR_INPUT;
   }
   if (h.shape.ndim != 1) {
     char shp[256];
     npy_shape_to_string(&h.shape, shp, sizeof shp);
-    set_err(err, errlen, "%s: shape %s has %d dimensions (expected a 1-D array)", path, shp,
-            h.shape.ndim);
+    rssm_fail(err, errlen, "%s: shape %s has %d dimensions (expected a 1-D array)", path, shp,
+              h.shape.ndim);
     fclose(f);
     return RSSM_ERR_INPUT;
   }
@@ -209,13 +200,13 @@ int npy_load_index(const char *path, npy_index *out, char *err, size_t errlen) {
   int64_t n = h.shape.count;
   /* int64 output is at least as large as the file's data, so nbytes/itemsize*8 fits. */
   if (n > INT64_MAX / 8 || (uint64_t)n * 8 > (uint64_t)SIZE_MAX) {
-    set_err(err, errlen, "%s: %" PRId64 " elements do not fit in memory", path, n);
+    rssm_fail(err, errlen, "%s: %" PRId64 " elements do not fit in memory", path, n);
     fclose(f);
     return RSSM_ERR_INPUT;
   }
   int64_t *data = malloc(n > 0 ? (size_t)n * 8 : 1); /* [n] */
   if (!data) {
-    set_err(err, errlen, "%s: out of memory for %" PRId64 " elements", path, n);
+    rssm_fail(err, errlen, "%s: out of memory for %" PRId64 " elements", path, n);
     fclose(f);
     return RSSM_ERR_IO;
   }
@@ -291,26 +282,26 @@ int npy_save_f32(const char *path, int ndim, const int64_t *dim, const float *da
                  size_t errlen) {
   npy_shape s;
   if (npy_shape_set(&s, ndim, dim) != 0 || s.count > INT64_MAX / 4) {
-    set_err(err, errlen, "%s: cannot write: invalid shape (ndim %d)", path, ndim);
+    rssm_fail(err, errlen, "%s: cannot write: invalid shape (ndim %d)", path, ndim);
     return RSSM_ERR_INPUT;
   }
   char hdr[2048];
   int64_t hlen = format_header(&s, hdr, sizeof hdr);
   if (hlen < 0) {
-    set_err(err, errlen, "%s: cannot write: header too long", path);
+    rssm_fail(err, errlen, "%s: cannot write: header too long", path);
     return RSSM_ERR_INPUT;
   }
   size_t tlen = strlen(path) + 32;
   char *tmp = malloc(tlen);
   if (!tmp) {
-    set_err(err, errlen, "%s: out of memory", path);
+    rssm_fail(err, errlen, "%s: out of memory", path);
     return RSSM_ERR_IO;
   }
   /* Same directory as the target, so that rename() is atomic. */
   snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
   if (fd < 0) {
-    set_err(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
     free(tmp);
     return RSSM_ERR_IO;
   }
@@ -329,7 +320,7 @@ int npy_save_f32(const char *path, int ndim, const int64_t *dim, const float *da
     saved = errno;
   }
   if (what) {
-    set_err(err, errlen, "%s: %s of %s failed: %s", path, what, tmp, strerror(saved));
+    rssm_fail(err, errlen, "%s: %s of %s failed: %s", path, what, tmp, strerror(saved));
     unlink(tmp);
     free(tmp);
     return RSSM_ERR_IO;

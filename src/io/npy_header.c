@@ -13,17 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "src/io/npy.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 int npy_shape_set(npy_shape *s, int ndim, const int64_t *dim) {
   if (ndim < 0 || ndim > NPY_MAX_NDIM) return -1;
@@ -143,9 +134,8 @@ static int parse_shape(cursor *c, npy_shape *s) {
   char prev[32];
   const char *path = c->path;
   if (!eat(c, '(')) {
-    set_err(c->err, c->errlen,
-            "%s: header key 'shape': expected a tuple like (3, 4), found '%s'", path,
-            token_preview(c, prev, sizeof prev));
+    rssm_fail(c->err, c->errlen, "%s: header key 'shape': expected a tuple like (3, 4), found '%s'",
+              path, token_preview(c, prev, sizeof prev));
     return RSSM_ERR_INPUT;
   }
   int64_t dim[NPY_MAX_NDIM];
@@ -154,21 +144,20 @@ static int parse_shape(cursor *c, npy_shape *s) {
   for (;;) {
     if (eat(c, ')')) break;
     if (n == NPY_MAX_NDIM) {
-      set_err(c->err, c->errlen, "%s: header key 'shape': more than %d dimensions", path,
-              NPY_MAX_NDIM);
+      rssm_fail(c->err, c->errlen, "%s: header key 'shape': more than %d dimensions", path,
+                NPY_MAX_NDIM);
       return RSSM_ERR_INPUT;
     }
     int rc = parse_dim(c, &dim[n]);
     if (rc == -2) {
-      set_err(c->err, c->errlen,
-              "%s: header key 'shape': dimension %d is larger than %" PRId64, path, n,
-              INT64_MAX);
+      rssm_fail(c->err, c->errlen, "%s: header key 'shape': dimension %d is larger than %" PRId64,
+                path, n, INT64_MAX);
       return RSSM_ERR_INPUT;
     }
     if (rc != 0) {
-      set_err(c->err, c->errlen,
-              "%s: header key 'shape': expected a non-negative integer, found '%s'", path,
-              token_preview(c, prev, sizeof prev));
+      rssm_fail(c->err, c->errlen,
+                "%s: header key 'shape': expected a non-negative integer, found '%s'", path,
+                token_preview(c, prev, sizeof prev));
       return RSSM_ERR_INPUT;
     }
     n++;
@@ -177,20 +166,20 @@ static int parse_shape(cursor *c, npy_shape *s) {
       continue;
     }
     if (eat(c, ')')) break;
-    set_err(c->err, c->errlen, "%s: header key 'shape': expected ',' or ')', found '%s'", path,
-            token_preview(c, prev, sizeof prev));
+    rssm_fail(c->err, c->errlen, "%s: header key 'shape': expected ',' or ')', found '%s'", path,
+              token_preview(c, prev, sizeof prev));
     return RSSM_ERR_INPUT;
   }
   /* "(5)" is the integer 5 in Python, not a tuple. */
   if (n == 1 && need_comma_for_one) {
-    set_err(c->err, c->errlen,
-            "%s: header key 'shape': '(%" PRId64 ")' is not a tuple (expected '(%" PRId64 ",)')",
-            path, dim[0], dim[0]);
+    rssm_fail(c->err, c->errlen,
+              "%s: header key 'shape': '(%" PRId64 ")' is not a tuple (expected '(%" PRId64 ",)')",
+              path, dim[0], dim[0]);
     return RSSM_ERR_INPUT;
   }
   if (npy_shape_set(s, n, dim) != 0) {
-    set_err(c->err, c->errlen,
-            "%s: header key 'shape': the element count overflows 64 bits", path);
+    rssm_fail(c->err, c->errlen, "%s: header key 'shape': the element count overflows 64 bits",
+              path);
     return RSSM_ERR_INPUT;
   }
   return RSSM_OK;
@@ -222,12 +211,12 @@ int npy_parse_header_dict(const char *path, const char *text, size_t len, npy_he
   int seen_descr = 0, seen_fortran = 0, seen_shape = 0;
 
   if (memchr(text, '\0', len)) {
-    set_err(err, errlen, "%s: header contains a NUL byte (expected a Python dict literal)", path);
+    rssm_fail(err, errlen, "%s: header contains a NUL byte (expected a Python dict literal)", path);
     return RSSM_ERR_INPUT;
   }
   if (!eat(&c, '{')) {
-    set_err(err, errlen, "%s: header: expected a dict starting with '{', found '%s'", path,
-            token_preview(&c, prev, sizeof prev));
+    rssm_fail(err, errlen, "%s: header: expected a dict starting with '{', found '%s'", path,
+              token_preview(&c, prev, sizeof prev));
     return RSSM_ERR_INPUT;
   }
   for (;;) {
@@ -235,29 +224,29 @@ int npy_parse_header_dict(const char *path, const char *text, size_t len, npy_he
     char key[32];
     int rc = parse_string(&c, key, sizeof key);
     if (rc != 0) {
-      set_err(err, errlen, "%s: header: expected a quoted key or '}', found '%s'", path,
-              token_preview(&c, prev, sizeof prev));
+      rssm_fail(err, errlen, "%s: header: expected a quoted key or '}', found '%s'", path,
+                token_preview(&c, prev, sizeof prev));
       return RSSM_ERR_INPUT;
     }
     if (!eat(&c, ':')) {
-      set_err(err, errlen, "%s: header key '%s': expected ':' after the key", path, key);
+      rssm_fail(err, errlen, "%s: header key '%s': expected ':' after the key", path, key);
       return RSSM_ERR_INPUT;
     }
     if (strcmp(key, "descr") == 0) {
       if (seen_descr++) goto duplicate;
       rc = parse_string(&c, h->descr, sizeof h->descr);
       if (rc != 0) {
-        set_err(err, errlen,
-                "%s: header key 'descr': expected a dtype string such as '<f4' (structured "
-                "dtypes are not supported), found '%s'",
-                path, token_preview(&c, prev, sizeof prev));
+        rssm_fail(err, errlen,
+                  "%s: header key 'descr': expected a dtype string such as '<f4' (structured "
+                  "dtypes are not supported), found '%s'",
+                  path, token_preview(&c, prev, sizeof prev));
         return RSSM_ERR_INPUT;
       }
     } else if (strcmp(key, "fortran_order") == 0) {
       if (seen_fortran++) goto duplicate;
       if (parse_bool(&c, &h->fortran_order) != 0) {
-        set_err(err, errlen, "%s: header key 'fortran_order': expected True or False, found '%s'",
-                path, token_preview(&c, prev, sizeof prev));
+        rssm_fail(err, errlen, "%s: header key 'fortran_order': expected True or False, found '%s'",
+                  path, token_preview(&c, prev, sizeof prev));
         return RSSM_ERR_INPUT;
       }
     } else if (strcmp(key, "shape") == 0) {
@@ -265,32 +254,32 @@ int npy_parse_header_dict(const char *path, const char *text, size_t len, npy_he
       rc = parse_shape(&c, &h->shape);
       if (rc != RSSM_OK) return rc;
     } else {
-      set_err(err, errlen,
-              "%s: header has unexpected key '%s' (expected only 'descr', 'fortran_order', "
-              "'shape')",
-              path, key);
+      rssm_fail(err, errlen,
+                "%s: header has unexpected key '%s' (expected only 'descr', 'fortran_order', "
+                "'shape')",
+                path, key);
       return RSSM_ERR_INPUT;
     }
     if (eat(&c, ',')) continue;
     if (eat(&c, '}')) break;
-    set_err(err, errlen, "%s: header key '%s': expected ',' or '}' after the value, found '%s'",
-            path, key, token_preview(&c, prev, sizeof prev));
+    rssm_fail(err, errlen, "%s: header key '%s': expected ',' or '}' after the value, found '%s'",
+              path, key, token_preview(&c, prev, sizeof prev));
     return RSSM_ERR_INPUT;
   duplicate:
-    set_err(err, errlen, "%s: header key '%s' appears more than once", path, key);
+    rssm_fail(err, errlen, "%s: header key '%s' appears more than once", path, key);
     return RSSM_ERR_INPUT;
   }
   skip_ws(&c);
   if (c.p != c.end) {
-    set_err(err, errlen, "%s: header: unexpected '%s' after the closing '}'", path,
-            token_preview(&c, prev, sizeof prev));
+    rssm_fail(err, errlen, "%s: header: unexpected '%s' after the closing '}'", path,
+              token_preview(&c, prev, sizeof prev));
     return RSSM_ERR_INPUT;
   }
   const char *missing = !seen_descr ? "descr" : !seen_fortran ? "fortran_order"
                         : !seen_shape ? "shape" : NULL;
   if (missing) {
-    set_err(err, errlen, "%s: header lacks key '%s' (expected 'descr', 'fortran_order', 'shape')",
-            path, missing);
+    rssm_fail(err, errlen, "%s: header lacks key '%s' (expected 'descr', 'fortran_order', 'shape')",
+              path, missing);
     return RSSM_ERR_INPUT;
   }
   return RSSM_OK;
@@ -309,18 +298,19 @@ int npy_read_header(const char *path, FILE *f, int64_t file_size, npy_header *h,
   memset(h, 0, sizeof *h);
 
   if (file_size < 10) {
-    set_err(err, errlen,
-            "%s: file is %" PRId64 " bytes, too short for a .npy file (at least 10 bytes of "
-            "preamble expected)",
-            path, file_size);
+    rssm_fail(err, errlen,
+              "%s: file is %" PRId64
+              " bytes, too short for a .npy file (at least 10 bytes of "
+              "preamble expected)",
+              path, file_size);
     return RSSM_ERR_INPUT;
   }
   if (fread(pre, 1, 8, f) != 8) {
-    set_err(err, errlen, "%s: read error in the preamble: %s", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: read error in the preamble: %s", path, strerror(errno));
     return RSSM_ERR_IO;
   }
   if (memcmp(pre, magic, sizeof magic) != 0) {
-    set_err(err, errlen, "%s: magic: not a .npy file (expected the bytes \\x93NUMPY)", path);
+    rssm_fail(err, errlen, "%s: magic: not a .npy file (expected the bytes \\x93NUMPY)", path);
     return RSSM_ERR_INPUT;
   }
   h->major = pre[6];
@@ -331,40 +321,40 @@ int npy_read_header(const char *path, FILE *f, int64_t file_size, npy_header *h,
   } else if ((h->major == 2 || h->major == 3) && h->minor == 0) {
     len_bytes = 4;
   } else {
-    set_err(err, errlen, "%s: version %d.%d is not supported (expected 1.0, 2.0 or 3.0)", path,
-            h->major, h->minor);
+    rssm_fail(err, errlen, "%s: version %d.%d is not supported (expected 1.0, 2.0 or 3.0)", path,
+              h->major, h->minor);
     return RSSM_ERR_INPUT;
   }
   if (file_size < 8 + len_bytes) {
-    set_err(err, errlen, "%s: file ends inside the header length field (version %d.0)", path,
-            h->major);
+    rssm_fail(err, errlen, "%s: file ends inside the header length field (version %d.0)", path,
+              h->major);
     return RSSM_ERR_INPUT;
   }
   if (fread(pre + 8, 1, (size_t)len_bytes, f) != (size_t)len_bytes) {
-    set_err(err, errlen, "%s: read error in the header length: %s", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: read error in the header length: %s", path, strerror(errno));
     return RSSM_ERR_IO;
   }
   int64_t hlen = len_bytes == 2 ? (int64_t)(pre[8] | pre[9] << 8) : (int64_t)le32(pre + 8);
   int64_t pre_len = 8 + len_bytes;
   if (hlen > file_size - pre_len) {
-    set_err(err, errlen,
-            "%s: header length %" PRId64 " runs past the end of the file (%" PRId64
-            " bytes after the preamble)",
-            path, hlen, file_size - pre_len);
+    rssm_fail(err, errlen,
+              "%s: header length %" PRId64 " runs past the end of the file (%" PRId64
+              " bytes after the preamble)",
+              path, hlen, file_size - pre_len);
     return RSSM_ERR_INPUT;
   }
   if (hlen > NPY_MAX_HEADER) {
-    set_err(err, errlen, "%s: header length %" PRId64 " is larger than the %d bytes accepted",
-            path, hlen, NPY_MAX_HEADER);
+    rssm_fail(err, errlen, "%s: header length %" PRId64 " is larger than the %d bytes accepted",
+              path, hlen, NPY_MAX_HEADER);
     return RSSM_ERR_INPUT;
   }
   char *text = malloc((size_t)hlen + 1); /* [hlen + 1]: the dict text, NUL-terminated */
   if (!text) {
-    set_err(err, errlen, "%s: out of memory reading the header", path);
+    rssm_fail(err, errlen, "%s: out of memory reading the header", path);
     return RSSM_ERR_IO;
   }
   if (fread(text, 1, (size_t)hlen, f) != (size_t)hlen) {
-    set_err(err, errlen, "%s: read error in the header: %s", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: read error in the header: %s", path, strerror(errno));
     free(text);
     return RSSM_ERR_IO;
   }

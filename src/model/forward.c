@@ -6,19 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "src/model/layers.h"
 #include "src/model/linalg.h"
 #include "src/model/model.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static int64_t conv_channels(const model_config *c, int kind) {
   if (kind == BK_GDN) return 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv;
@@ -91,8 +82,8 @@ int model_state_build(model_state *s, const model *m, const ssm_config *cfg, uin
       ssm_ids ids = {seed, (uint32_t)b->layer, sequence};
       char e2[512];
       if (ssm_state_build(&bs->eng, cfg, &d, &ids, e2, sizeof e2) != 0) {
-        seterr(err, errlen, "layer %d (%s): SSM state: %s", b->layer,
-               block_kind_name((block_kind)b->kind), e2);
+        rssm_fail(err, errlen, "layer %d (%s): SSM state: %s", b->layer,
+                  block_kind_name((block_kind)b->kind), e2);
         model_state_free(s);
         return RSSM_ERR_INPUT;
       }
@@ -106,7 +97,7 @@ int model_state_build(model_state *s, const model *m, const ssm_config *cfg, uin
   }
   return RSSM_OK;
 oom:
-  seterr(err, errlen, "out of memory for the decode state (context %" PRId64 ")", s->max_ctx);
+  rssm_fail(err, errlen, "out of memory for the decode state (context %" PRId64 ")", s->max_ctx);
   model_state_free(s);
   return RSSM_ERR_IO;
 }
@@ -116,19 +107,20 @@ static int check_forward(const model_state *s, const int64_t *tokens, int n, cha
                          size_t errlen) {
   const int64_t V = s->m->cfg.V;
   if (n < 1 || n > s->tmax || (s->cfg.strategy == SSM_SPEC && n != s->cfg.T)) {
-    seterr(err, errlen, "forward of %d tokens (expected %s%d)", n,
-           s->cfg.strategy == SSM_SPEC ? "exactly T = " : "1 to ", s->tmax);
+    rssm_fail(err, errlen, "forward of %d tokens (expected %s%d)", n,
+              s->cfg.strategy == SSM_SPEC ? "exactly T = " : "1 to ", s->tmax);
     return RSSM_ERR_INPUT;
   }
   if (s->pos + n > s->max_ctx) {
-    seterr(err, errlen, "context full: position %" PRId64 " + %d tokens exceeds %" PRId64,
-           s->pos, n, s->max_ctx);
+    rssm_fail(err, errlen, "context full: position %" PRId64 " + %d tokens exceeds %" PRId64,
+              s->pos, n, s->max_ctx);
     return RSSM_ERR_INPUT;
   }
   for (int t = 0; t < n; t++)
     if (tokens[t] < 0 || tokens[t] >= V) {
-      seterr(err, errlen, "token id %" PRId64 " out of range (expected 0 <= id < vocab %" PRId64
-             ")", tokens[t], V);
+      rssm_fail(err, errlen,
+                "token id %" PRId64 " out of range (expected 0 <= id < vocab %" PRId64 ")",
+                tokens[t], V);
       return RSSM_ERR_INPUT;
     }
   return RSSM_OK;
@@ -149,7 +141,7 @@ int model_forward_many(model_state *const *ss, int ns, const int64_t *tokens, in
   for (int j = 0; j < ns; j++) {
     if (ss[j]->m != m) {
       *failed = j;
-      seterr(err, errlen, "forward of states of different models together");
+      rssm_fail(err, errlen, "forward of states of different models together");
       return RSSM_ERR_INPUT;
     }
     int rc = check_forward(ss[j], tokens + (int64_t)j * n, n, err, errlen);
@@ -169,7 +161,7 @@ int model_forward_many(model_state *const *ss, int ns, const int64_t *tokens, in
     if (!xp || !yp) {
       free(xp);
       free(yp);
-      seterr(err, errlen, "out of memory for a forward of %d states", ns);
+      rssm_fail(err, errlen, "out of memory for a forward of %d states", ns);
       return RSSM_ERR_IO;
     }
   }
@@ -200,8 +192,8 @@ int model_forward_many(model_state *const *ss, int ns, const int64_t *tokens, in
       default: bad = -1; *failed = 0; break;
     }
     if (bad != 0) {
-      seterr(err, errlen, "layer %d (%s): the SSM engine refused the step", b->layer,
-             block_kind_name((block_kind)b->kind));
+      rssm_fail(err, errlen, "layer %d (%s): the SSM engine refused the step", b->layer,
+                block_kind_name((block_kind)b->kind));
       rc = RSSM_ERR_IO;
       break;
     }

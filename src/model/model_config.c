@@ -1,4 +1,5 @@
 /* config.json parsing (see model_config.h). */
+#include "src/io/errbuf.h"
 #include "src/model/model_config.h"
 
 #include <cjson/cJSON.h>
@@ -8,18 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  for (char *p = err; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
-}
 
 const char *block_kind_name(block_kind k) {
   static const char *names[] = {"gdn", "gated_attention", "mamba2", "attention",
@@ -110,7 +99,7 @@ static int64_t get_int(ctx *x, const cJSON *obj, const char *key, int64_t def, i
   const cJSON *v = item(obj, key);
   if (!v || cJSON_IsNull(v)) {
     if (required && !x->failed) {
-      seterr(x->err, x->errlen, "%s: field %s missing (expected an integer)", x->path, key);
+      rssm_fail(x->err, x->errlen, "%s: field %s missing (expected an integer)", x->path, key);
       x->failed = 1;
     }
     return def;
@@ -119,11 +108,11 @@ static int64_t get_int(ctx *x, const cJSON *obj, const char *key, int64_t def, i
   if (!cJSON_IsNumber(v) || d != floor(d) || d < (double)lo || d > (double)hi) {
     if (!x->failed) {
       if (cJSON_IsNumber(v))
-        seterr(x->err, x->errlen, "%s: field %s = %g (expected an integer in [%lld, %lld])",
-               x->path, key, v->valuedouble, (long long)lo, (long long)hi);
+        rssm_fail(x->err, x->errlen, "%s: field %s = %g (expected an integer in [%lld, %lld])",
+                  x->path, key, v->valuedouble, (long long)lo, (long long)hi);
       else
-        seterr(x->err, x->errlen, "%s: field %s is not a number (expected an integer)", x->path,
-               key);
+        rssm_fail(x->err, x->errlen, "%s: field %s is not a number (expected an integer)", x->path,
+                  key);
     }
     x->failed = 1;
     return def;
@@ -135,15 +124,14 @@ static double get_num(ctx *x, const cJSON *obj, const char *key, double def, int
   const cJSON *v = item(obj, key);
   if (!v || cJSON_IsNull(v)) {
     if (required && !x->failed) {
-      seterr(x->err, x->errlen, "%s: field %s missing (expected a number)", x->path, key);
+      rssm_fail(x->err, x->errlen, "%s: field %s missing (expected a number)", x->path, key);
       x->failed = 1;
     }
     return def;
   }
   double d;
   if (json_number(v, &d) != 0) {
-    if (!x->failed)
-      seterr(x->err, x->errlen, "%s: field %s is not a number", x->path, key);
+    if (!x->failed) rssm_fail(x->err, x->errlen, "%s: field %s is not a number", x->path, key);
     x->failed = 1;
     return def;
   }
@@ -154,8 +142,7 @@ static int get_bool(ctx *x, const cJSON *obj, const char *key, int def) {
   const cJSON *v = item(obj, key);
   if (!v || cJSON_IsNull(v)) return def;
   if (!cJSON_IsBool(v)) {
-    if (!x->failed)
-      seterr(x->err, x->errlen, "%s: field %s is not true/false", x->path, key);
+    if (!x->failed) rssm_fail(x->err, x->errlen, "%s: field %s is not true/false", x->path, key);
     x->failed = 1;
     return def;
   }
@@ -174,8 +161,8 @@ static void expect_str(ctx *x, const cJSON *obj, const char *key, const char *wa
   const cJSON *v = item(obj, key);
   if (!v || cJSON_IsNull(v) || x->failed) return;
   if (!cJSON_IsString(v) || strcmp(v->valuestring, want) != 0) {
-    seterr(x->err, x->errlen, "%s: field %s = %s (expected \"%s\")", x->path, key,
-           cJSON_IsString(v) ? v->valuestring : "(not a string)", want);
+    rssm_fail(x->err, x->errlen, "%s: field %s = %s (expected \"%s\")", x->path, key,
+              cJSON_IsString(v) ? v->valuestring : "(not a string)", want);
     x->failed = 1;
   }
 }
@@ -243,27 +230,29 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
     partial = get_num(x, rp, "partial_rotary_factor", partial, 0);
     const cJSON *rt = item(rp, "rope_type");
     if (cJSON_IsString(rt) && strcmp(rt->valuestring, "default") != 0 && !x->failed) {
-      seterr(x->err, x->errlen, "%s: rope_parameters.rope_type = '%s' (expected 'default')",
-             x->path, rt->valuestring);
+      rssm_fail(x->err, x->errlen, "%s: rope_parameters.rope_type = '%s' (expected 'default')",
+                x->path, rt->valuestring);
       x->failed = 1;
     }
   }
   c->rope_theta = theta;
   if (!(partial > 0.0 && partial <= 1.0) && !x->failed) {
-    seterr(x->err, x->errlen, "%s: partial_rotary_factor = %g (expected in (0, 1])", x->path,
-           partial);
+    rssm_fail(x->err, x->errlen, "%s: partial_rotary_factor = %g (expected in (0, 1])", x->path,
+              partial);
     x->failed = 1;
   }
   /* HF: int(head_dim * partial_rotary_factor); only for a factor in range (an infinite one,
    * refused above, must not reach the conversion: found by fuzz_model_config) */
   c->rotary_dim = partial > 0.0 && partial <= 1.0 ? (int64_t)((double)c->head_dim * partial) : 0;
   if (c->rotary_dim % 2 != 0 && !x->failed) {
-    seterr(x->err, x->errlen, "%s: rotary dim %lld = head_dim * partial_rotary_factor is odd "
-           "(expected even)", x->path, (long long)c->rotary_dim);
+    rssm_fail(x->err, x->errlen,
+              "%s: rotary dim %lld = head_dim * partial_rotary_factor is odd "
+              "(expected even)",
+              x->path, (long long)c->rotary_dim);
     x->failed = 1;
   }
   if (!(theta > 0.0) && !x->failed) {
-    seterr(x->err, x->errlen, "%s: rope_theta = %g (expected > 0)", x->path, theta);
+    rssm_fail(x->err, x->errlen, "%s: rope_theta = %g (expected > 0)", x->path, theta);
     x->failed = 1;
   }
   c->inter = get_int(x, tc, "intermediate_size", 0, 0, 0, LIM);
@@ -279,13 +268,17 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
   int64_t sparse_step = get_int(x, tc, "decoder_sparse_step", 1, 0, 1, 1 << 16);
   if (x->failed) return RSSM_ERR_INPUT;
   if (c->gdn_hv % c->gdn_hk != 0) {
-    seterr(x->err, x->errlen, "%s: linear_num_value_heads %lld is not a multiple of "
-           "linear_num_key_heads %lld", x->path, (long long)c->gdn_hv, (long long)c->gdn_hk);
+    rssm_fail(x->err, x->errlen,
+              "%s: linear_num_value_heads %lld is not a multiple of "
+              "linear_num_key_heads %lld",
+              x->path, (long long)c->gdn_hv, (long long)c->gdn_hk);
     return RSSM_ERR_INPUT;
   }
   if (c->n_heads % c->n_kv_heads != 0) {
-    seterr(x->err, x->errlen, "%s: num_attention_heads %lld is not a multiple of "
-           "num_key_value_heads %lld", x->path, (long long)c->n_heads, (long long)c->n_kv_heads);
+    rssm_fail(x->err, x->errlen,
+              "%s: num_attention_heads %lld is not a multiple of "
+              "num_key_value_heads %lld",
+              x->path, (long long)c->n_heads, (long long)c->n_kv_heads);
     return RSSM_ERR_INPUT;
   }
 
@@ -295,9 +288,10 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
   if (x->failed) return RSSM_ERR_INPUT;
   if (lt && !cJSON_IsNull(lt)) {
     if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->nlayers) {
-      seterr(x->err, x->errlen, "%s: layer_types has %d entries (expected num_hidden_layers = "
-             "%lld)", x->path, cJSON_IsArray(lt) ? cJSON_GetArraySize(lt) : -1,
-             (long long)c->nlayers);
+      rssm_fail(x->err, x->errlen,
+                "%s: layer_types has %d entries (expected num_hidden_layers = "
+                "%lld)",
+                x->path, cJSON_IsArray(lt) ? cJSON_GetArraySize(lt) : -1, (long long)c->nlayers);
       return RSSM_ERR_INPUT;
     }
   }
@@ -309,9 +303,10 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
       const cJSON *e = cJSON_GetArrayItem(lt, (int)i);
       mixer = cJSON_IsString(e) ? qwen_mixer_kind(e->valuestring) : -1;
       if (mixer < 0) {
-        seterr(x->err, x->errlen, "%s: layer_types[%lld] = %s (expected linear_attention or "
-               "full_attention)", x->path, (long long)i,
-               cJSON_IsString(e) ? e->valuestring : "(not a string)");
+        rssm_fail(x->err, x->errlen,
+                  "%s: layer_types[%lld] = %s (expected linear_attention or "
+                  "full_attention)",
+                  x->path, (long long)i, cJSON_IsString(e) ? e->valuestring : "(not a string)");
         return RSSM_ERR_INPUT;
       }
     } else {
@@ -327,7 +322,7 @@ static int parse_qwen(ctx *x, const cJSON *root, const cJSON *tc, model_config *
     else
       moe = is_moe_type;
     if (add_block(c, mixer, (int)i) || add_block(c, moe ? BK_QMOE : BK_SWIGLU, (int)i)) {
-      seterr(x->err, x->errlen, "%s: out of memory", x->path);
+      rssm_fail(x->err, x->errlen, "%s: out of memory", x->path);
       return RSSM_ERR_IO;
     }
   }
@@ -366,8 +361,10 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
   if (get_bool(x, root, "use_bias", 0) || get_bool(x, root, "mamba_proj_bias", 0) ||
       get_bool(x, root, "mlp_bias", 0) || get_bool(x, root, "attention_bias", 0)) {
     if (!x->failed)
-      seterr(x->err, x->errlen, "%s: use_bias/mamba_proj_bias/mlp_bias/attention_bias = true "
-             "(expected false: projection biases are not supported)", x->path);
+      rssm_fail(x->err, x->errlen,
+                "%s: use_bias/mamba_proj_bias/mlp_bias/attention_bias = true "
+                "(expected false: projection biases are not supported)",
+                x->path);
     x->failed = 1;
   }
   c->dt_limit_lo = 0.0;
@@ -380,7 +377,7 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
         json_number(cJSON_GetArrayItem(l, 0), &c->dt_limit_lo) != 0 ||
         json_number(cJSON_GetArrayItem(l, 1), &c->dt_limit_hi) != 0) {
       if (!x->failed)
-        seterr(x->err, x->errlen, "%s: field %s is not a pair of numbers [lo, hi]", x->path, lk);
+        rssm_fail(x->err, x->errlen, "%s: field %s is not a pair of numbers [lo, hi]", x->path, lk);
       x->failed = 1;
     }
   }
@@ -406,9 +403,10 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
       const cJSON *e = cJSON_GetArrayItem(lbt, i);
       int k = cJSON_IsString(e) ? nemotron_kind(e->valuestring) : -1;
       if (k < 0) {
-        seterr(x->err, x->errlen, "%s: layers_block_type[%d] = %s (expected mamba/"
-               "linear_attention, attention/full_attention, mlp or moe)", x->path, i,
-               cJSON_IsString(e) ? e->valuestring : "(not a string)");
+        rssm_fail(x->err, x->errlen,
+                  "%s: layers_block_type[%d] = %s (expected mamba/"
+                  "linear_attention, attention/full_attention, mlp or moe)",
+                  x->path, i, cJSON_IsString(e) ? e->valuestring : "(not a string)");
         return RSSM_ERR_INPUT;
       }
       if (add_block(c, k, i)) return RSSM_ERR_IO;
@@ -419,36 +417,42 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
       char one[2] = {p[i], 0};
       int k = nemotron_kind(one);
       if (k < 0) {
-        seterr(x->err, x->errlen, "%s: hybrid_override_pattern[%d] = '%c' (expected M, *, - or "
-               "E)", x->path, i, p[i]);
+        rssm_fail(x->err, x->errlen,
+                  "%s: hybrid_override_pattern[%d] = '%c' (expected M, *, - or "
+                  "E)",
+                  x->path, i, p[i]);
         return RSSM_ERR_INPUT;
       }
       if (add_block(c, k, i)) return RSSM_ERR_IO;
     }
   } else {
-    seterr(x->err, x->errlen, "%s: neither layers_block_type (a list) nor "
-           "hybrid_override_pattern (a string) is present", x->path);
+    rssm_fail(x->err, x->errlen,
+              "%s: neither layers_block_type (a list) nor "
+              "hybrid_override_pattern (a string) is present",
+              x->path);
     return RSSM_ERR_INPUT;
   }
   c->nlayers = c->nblocks;
   if (c->nblocks == 0) {
-    seterr(x->err, x->errlen, "%s: the layer pattern is empty (expected at least one layer)",
-           x->path);
+    rssm_fail(x->err, x->errlen, "%s: the layer pattern is empty (expected at least one layer)",
+              x->path);
     return RSSM_ERR_INPUT;
   }
   if (c->m_heads % c->m_groups != 0) {
-    seterr(x->err, x->errlen, "%s: mamba_num_heads %lld is not a multiple of n_groups %lld",
-           x->path, (long long)c->m_heads, (long long)c->m_groups);
+    rssm_fail(x->err, x->errlen, "%s: mamba_num_heads %lld is not a multiple of n_groups %lld",
+              x->path, (long long)c->m_heads, (long long)c->m_groups);
     return RSSM_ERR_INPUT;
   }
   if (c->n_heads % c->n_kv_heads != 0) {
-    seterr(x->err, x->errlen, "%s: num_attention_heads %lld is not a multiple of "
-           "num_key_value_heads %lld", x->path, (long long)c->n_heads, (long long)c->n_kv_heads);
+    rssm_fail(x->err, x->errlen,
+              "%s: num_attention_heads %lld is not a multiple of "
+              "num_key_value_heads %lld",
+              x->path, (long long)c->n_heads, (long long)c->n_kv_heads);
     return RSSM_ERR_INPUT;
   }
   if (c->n_experts > 0 && c->n_experts % c->n_group != 0) {
-    seterr(x->err, x->errlen, "%s: n_routed_experts %lld is not a multiple of n_group %lld",
-           x->path, (long long)c->n_experts, (long long)c->n_group);
+    rssm_fail(x->err, x->errlen, "%s: n_routed_experts %lld is not a multiple of n_group %lld",
+              x->path, (long long)c->n_experts, (long long)c->n_group);
     return RSSM_ERR_INPUT;
   }
   return RSSM_OK;
@@ -458,12 +462,12 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
   memset(c, 0, sizeof *c);
   int n = snprintf(c->path, sizeof c->path, "%s/config.json", dir);
   if (n < 0 || (size_t)n >= sizeof c->path) {
-    seterr(err, errlen, "%s: path too long", dir);
+    rssm_fail(err, errlen, "%s: path too long", dir);
     return RSSM_ERR_INPUT;
   }
   FILE *f = fopen(c->path, "rb");
   if (!f) {
-    seterr(err, errlen, "%s: cannot open (%s)", c->path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot open (%s)", c->path, strerror(errno));
     return RSSM_ERR_INPUT;
   }
   char *text = NULL;
@@ -473,7 +477,7 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
     if (len + got > ((size_t)1 << 26)) {
       fclose(f);
       free(text);
-      seterr(err, errlen, "%s: larger than 64 MiB (expected a small JSON file)", c->path);
+      rssm_fail(err, errlen, "%s: larger than 64 MiB (expected a small JSON file)", c->path);
       return RSSM_ERR_INPUT;
     }
     if (len + got > cap) {
@@ -482,7 +486,7 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
       if (!nt) {
         fclose(f);
         free(text);
-        seterr(err, errlen, "%s: out of memory", c->path);
+        rssm_fail(err, errlen, "%s: out of memory", c->path);
         return RSSM_ERR_IO;
       }
       text = nt;
@@ -494,20 +498,20 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
   fclose(f);
   if (rerr) {
     free(text);
-    seterr(err, errlen, "%s: read failed", c->path);
+    rssm_fail(err, errlen, "%s: read failed", c->path);
     return RSSM_ERR_IO;
   }
   char *fixed = model_json_fix_nonfinite(text ? text : "", len);
   free(text);
   if (!fixed) {
-    seterr(err, errlen, "%s: out of memory", c->path);
+    rssm_fail(err, errlen, "%s: out of memory", c->path);
     return RSSM_ERR_IO;
   }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(fixed, &end, 1);
   if (!root || !cJSON_IsObject(root)) {
     long at = (end && !root) ? (long)(end - fixed) : 0;
-    seterr(err, errlen, "%s: not a JSON object (parse error near byte %ld)", c->path, at);
+    rssm_fail(err, errlen, "%s: not a JSON object (parse error near byte %ld)", c->path, at);
     cJSON_Delete(root);
     free(fixed);
     return RSSM_ERR_INPUT;
@@ -517,7 +521,7 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
   const cJSON *mt = item(root, "model_type");
   int rc;
   if (!cJSON_IsString(mt)) {
-    seterr(err, errlen, "%s: field model_type missing or not a string", c->path);
+    rssm_fail(err, errlen, "%s: field model_type missing or not a string", c->path);
     rc = RSSM_ERR_INPUT;
   } else {
     snprintf(c->model_type, sizeof c->model_type, "%s", mt->valuestring);
@@ -527,7 +531,7 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
       c->text_wrapped = 1;
       const cJSON *tc = item(root, "text_config");
       if (!cJSON_IsObject(tc)) {
-        seterr(err, errlen, "%s: model_type %s needs an object text_config", c->path, t);
+        rssm_fail(err, errlen, "%s: model_type %s needs an object text_config", c->path, t);
         rc = RSSM_ERR_INPUT;
       } else {
         rc = parse_qwen(&x, root, tc, c);
@@ -542,15 +546,16 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
       c->family = MF_NEMOTRON_H;
       rc = parse_nemotron(&x, root, c);
     } else {
-      seterr(err, errlen,
-             "%s: unknown model_type '%s' (expected qwen3_5, qwen3_5_moe, qwen3_5_text, "
-             "qwen3_5_moe_text, qwen3_next or nemotron_h)", c->path, t);
+      rssm_fail(err, errlen,
+                "%s: unknown model_type '%s' (expected qwen3_5, qwen3_5_moe, qwen3_5_text, "
+                "qwen3_5_moe_text, qwen3_next or nemotron_h)",
+                c->path, t);
       rc = RSSM_ERR_INPUT;
     }
   }
   if (rc == RSSM_OK && x.failed) rc = RSSM_ERR_INPUT;
   if (rc == RSSM_OK && !(c->eps > 0.0)) {
-    seterr(err, errlen, "%s: norm epsilon %g (expected > 0)", c->path, c->eps);
+    rssm_fail(err, errlen, "%s: norm epsilon %g (expected > 0)", c->path, c->eps);
     rc = RSSM_ERR_INPUT;
   }
   cJSON_Delete(root);

@@ -7,21 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/io/errbuf.h"
 #include "src/model/linalg.h"
 #include "src/model/model.h"
 #include "src/model/safetensors.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  for (char *p = err; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
-}
 
 void model_set_threads(int n) { linalg_set_threads(n); }
 
@@ -45,8 +34,8 @@ static float *load_exact(loader *L, const char *name, int ndim, const int64_t *s
   char exp[256], got[256];
   st_shape_string(ndim, shape, exp, sizeof exp);
   if (!t) {
-    seterr(L->err, L->errlen, "%s: tensor '%s' missing from the checkpoint (expected shape %s)",
-           L->m->dir, name, exp);
+    rssm_fail(L->err, L->errlen, "%s: tensor '%s' missing from the checkpoint (expected shape %s)",
+              L->m->dir, name, exp);
     L->rc = RSSM_ERR_INPUT;
     return NULL;
   }
@@ -54,15 +43,15 @@ static float *load_exact(loader *L, const char *name, int ndim, const int64_t *s
   for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
   if (!same) {
     st_shape_string(t->ndim, t->shape, got, sizeof got);
-    seterr(L->err, L->errlen, "%s: tensor '%s': shape %s (expected %s from config.json)",
-           L->ar.files[t->file].path, name, got, exp);
+    rssm_fail(L->err, L->errlen, "%s: tensor '%s': shape %s (expected %s from config.json)",
+              L->ar.files[t->file].path, name, got, exp);
     L->rc = RSSM_ERR_INPUT;
     return NULL;
   }
   float *out = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *out); /* [numel] */
   if (!out) {
-    seterr(L->err, L->errlen, "%s: out of memory for tensor '%s' (%" PRId64 " floats)",
-           L->m->dir, name, t->numel);
+    rssm_fail(L->err, L->errlen, "%s: out of memory for tensor '%s' (%" PRId64 " floats)",
+              L->m->dir, name, t->numel);
     L->rc = RSSM_ERR_IO;
     return NULL;
   }
@@ -108,7 +97,7 @@ static float *ld_experts(loader *L, const char *sub, int layer, const char *what
     }
     if (!all && !(all = malloc((size_t)(E * r * c) * sizeof *all))) {
       free(one);
-      seterr(L->err, L->errlen, "%s: out of memory for layer %d experts", L->m->dir, layer);
+      rssm_fail(L->err, L->errlen, "%s: out of memory for layer %d experts", L->m->dir, layer);
       L->rc = RSSM_ERR_IO;
       return NULL;
     }
@@ -141,7 +130,7 @@ static void load_gdn(loader *L, model_block_w *b) {
       g->w_b = malloc((size_t)(Hv * H) * sizeof(float));
       g->w_a = malloc((size_t)(Hv * H) * sizeof(float));
       if (!g->w_qkv || !g->w_z || !g->w_b || !g->w_a) {
-        seterr(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
+        rssm_fail(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
         L->rc = RSSM_ERR_IO;
       } else {
         const size_t row = (size_t)H * sizeof(float);
@@ -168,8 +157,10 @@ static void load_gdn(loader *L, model_block_w *b) {
   }
   g->conv_w = ld(L, "linear_attn.conv1d.weight", l, 3, conv_dim, 1, K);
   if (L->rc == RSSM_OK && has(L, "linear_attn.conv1d.bias", l)) {
-    seterr(L->err, L->errlen, "%s: tensor '%slayers.%d.linear_attn.conv1d.bias' present "
-           "(expected none: the GDN conv has no bias)", L->m->dir, L->prefix, l);
+    rssm_fail(L->err, L->errlen,
+              "%s: tensor '%slayers.%d.linear_attn.conv1d.bias' present "
+              "(expected none: the GDN conv has no bias)",
+              L->m->dir, L->prefix, l);
     L->rc = RSSM_ERR_INPUT;
   }
   g->dt_bias = ld(L, "linear_attn.dt_bias", l, 1, Hv, 0, 0);
@@ -191,7 +182,7 @@ static void load_attn(loader *L, model_block_w *b, const char *sub) {
     /* per head h: rows [h*2D, h*2D+D) query, [h*2D+D, (h+1)*2D) gate -> [queries | gates] */
     a->w_q = malloc((size_t)(2 * nH * D * H) * sizeof(float));
     if (!a->w_q) {
-      seterr(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
+      rssm_fail(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
       L->rc = RSSM_ERR_IO;
     } else {
       for (int64_t h = 0; h < nH; h++) {
@@ -263,7 +254,7 @@ static void load_qmoe(loader *L, model_block_w *b) {
       w->w_gate = malloc((size_t)(E * I * H) * sizeof(float));
       w->w_up = malloc((size_t)(E * I * H) * sizeof(float));
       if (!w->w_gate || !w->w_up) {
-        seterr(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
+        rssm_fail(L->err, L->errlen, "%s: out of memory (layer %d)", L->m->dir, l);
         L->rc = RSSM_ERR_IO;
       } else {
         for (int64_t e = 0; e < E; e++) {
@@ -325,8 +316,8 @@ static int check_sizes(const model *m, char *err, size_t errlen) {
              "per group";
     if (!need && (k == BK_QMOE || k == BK_NMOE) && c->topk > 1024) need = "num_experts_per_tok <= 1024";
     if (need) {
-      seterr(err, errlen, "%s: layer %d (%s) needs %s", c->path, c->blocks[i].layer,
-             block_kind_name((block_kind)k), need);
+      rssm_fail(err, errlen, "%s: layer %d (%s) needs %s", c->path, c->blocks[i].layer,
+                block_kind_name((block_kind)k), need);
       return RSSM_ERR_INPUT;
     }
   }
@@ -371,10 +362,10 @@ int model_load(const char *dir, model *m, char *err, size_t errlen) {
     }
   }
   if (!emb_name) {
-    seterr(err, errlen, "%s: no embedding tensor (expected %s)", dir,
-           c->family == MF_NEMOTRON_H ? "backbone.embeddings.weight or model.embeddings.weight"
-                                      : "model.language_model.embed_tokens.weight or "
-                                        "model.embed_tokens.weight");
+    rssm_fail(err, errlen, "%s: no embedding tensor (expected %s)", dir,
+              c->family == MF_NEMOTRON_H ? "backbone.embeddings.weight or model.embeddings.weight"
+                                         : "model.language_model.embed_tokens.weight or "
+                                           "model.embed_tokens.weight");
     st_close(&L.ar);
     model_config_free(&m->cfg);
     return RSSM_ERR_INPUT;
@@ -396,7 +387,7 @@ int model_load(const char *dir, model *m, char *err, size_t errlen) {
   m->nblocks = c->nblocks;
   m->blocks = calloc((size_t)(c->nblocks > 0 ? c->nblocks : 1), sizeof *m->blocks);
   if (!m->blocks && L.rc == RSSM_OK) {
-    seterr(err, errlen, "%s: out of memory", dir);
+    rssm_fail(err, errlen, "%s: out of memory", dir);
     L.rc = RSSM_ERR_IO;
   }
   for (int i = 0; i < c->nblocks && L.rc == RSSM_OK; i++) {

@@ -1,4 +1,5 @@
 /* model_random_build: a `model` with random weights from a config.json (model_random.h). */
+#include "src/io/errbuf.h"
 #include "src/model/model_random.h"
 
 #include <math.h>
@@ -9,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- the plan: every array to allocate, and how to fill it --- */
 
@@ -334,7 +325,7 @@ int model_random_build(const char *config_dir, uint64_t seed, int threads, model
   const model_config *c = &m->cfg;
   const char *need = missing_size(c);
   if (need) {
-    seterr(err, errlen, "%s: the layer pattern needs %s", c->path, need);
+    rssm_fail(err, errlen, "%s: the layer pattern needs %s", c->path, need);
     model_config_free(&m->cfg);
     return RSSM_ERR_INPUT;
   }
@@ -356,9 +347,10 @@ int model_random_build(const char *config_dir, uint64_t seed, int threads, model
     plan_block(&P, c, b);
   }
   if (P.failed || fill_all(&P, threads) != 0) {
-    seterr(err, errlen, "%s: out of host memory for the random weights (%.2f GB allocated, "
-           "%.2f GB needed)", c->path, (double)P.bytes / 1e9,
-           (double)model_random_floats(c) * 4.0 / 1e9);
+    rssm_fail(err, errlen,
+              "%s: out of host memory for the random weights (%.2f GB allocated, "
+              "%.2f GB needed)",
+              c->path, (double)P.bytes / 1e9, (double)model_random_floats(c) * 4.0 / 1e9);
     free(P.jobs);
     model_free(m); /* frees every array allocated so far (NULL elsewhere) */
     return RSSM_ERR_IO;

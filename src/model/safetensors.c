@@ -1,4 +1,5 @@
 /* Safetensors reader (see safetensors.h). */
+#include "src/io/errbuf.h"
 #include "src/model/safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -34,18 +35,6 @@ const char *st_dtype_name(st_dtype d) {
   return ((unsigned)d < ST_DTYPE_COUNT) ? dtype_info[d].name : "?";
 }
 int st_dtype_size(st_dtype d) { return ((unsigned)d < ST_DTYPE_COUNT) ? dtype_info[d].size : 0; }
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  for (char *p = err; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
-}
 
 void st_shape_string(int ndim, const int64_t *shape, char *buf, size_t buflen) {
   size_t used = 0;
@@ -104,43 +93,43 @@ static char *xstrdup(const char *s) {
 static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
-    seterr(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
     return errno == ENOENT || errno == ENOTDIR ? RSSM_ERR_INPUT : RSSM_ERR_IO;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    seterr(err, errlen, "%s: cannot stat (%s)", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot stat (%s)", path, strerror(errno));
     close(fd);
     return RSSM_ERR_IO;
   }
   if (!S_ISREG(st.st_mode)) {
-    seterr(err, errlen, "%s: not a regular file", path);
+    rssm_fail(err, errlen, "%s: not a regular file", path);
     close(fd);
     return RSSM_ERR_INPUT;
   }
   int64_t size = (int64_t)st.st_size;
   if (size < 8) {
-    seterr(err, errlen,
-           "%s: file is %" PRId64 " bytes (expected at least 8: the header length field)", path,
-           size);
+    rssm_fail(err, errlen,
+              "%s: file is %" PRId64 " bytes (expected at least 8: the header length field)", path,
+              size);
     close(fd);
     return RSSM_ERR_INPUT;
   }
   if ((uint64_t)size > (uint64_t)SIZE_MAX) {
-    seterr(err, errlen, "%s: file of %" PRId64 " bytes cannot be mapped", path, size);
+    rssm_fail(err, errlen, "%s: file of %" PRId64 " bytes cannot be mapped", path, size);
     close(fd);
     return RSSM_ERR_IO;
   }
   void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (map == MAP_FAILED) {
-    seterr(err, errlen, "%s: mmap failed (%s)", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: mmap failed (%s)", path, strerror(errno));
     return RSSM_ERR_IO;
   }
   st_file *nf = realloc(a->files, (size_t)(a->nfiles + 1) * sizeof *nf);
   if (!nf) {
     munmap(map, (size_t)size);
-    seterr(err, errlen, "%s: out of memory", path);
+    rssm_fail(err, errlen, "%s: out of memory", path);
     return RSSM_ERR_IO;
   }
   a->files = nf;
@@ -149,7 +138,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   a->files[fi].size = size;
   a->files[fi].path = xstrdup(path);
   if (!a->files[fi].path) {
-    seterr(err, errlen, "%s: out of memory", path);
+    rssm_fail(err, errlen, "%s: out of memory", path);
     return RSSM_ERR_IO;
   }
 
@@ -157,23 +146,26 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | bytes[i];
   if (hlen > (uint64_t)(size - 8)) {
-    seterr(err, errlen,
-           "%s: header length %" PRIu64 " runs past the end of the file (expected at most %" PRId64
-           ", the %" PRId64 " bytes after the length field)",
-           path, hlen, size - 8, size - 8);
+    rssm_fail(err, errlen,
+              "%s: header length %" PRIu64
+              " runs past the end of the file (expected at most %" PRId64 ", the %" PRId64
+              " bytes after the length field)",
+              path, hlen, size - 8, size - 8);
     return RSSM_ERR_INPUT;
   }
   if ((int64_t)hlen > ST_MAX_HEADER || hlen < 2) {
-    seterr(err, errlen, "%s: header length %" PRIu64 " (expected 2 to %" PRId64 " bytes)", path,
-           hlen, ST_MAX_HEADER);
+    rssm_fail(err, errlen, "%s: header length %" PRIu64 " (expected 2 to %" PRId64 " bytes)", path,
+              hlen, ST_MAX_HEADER);
     return RSSM_ERR_INPUT;
   }
   const int64_t data_start = 8 + (int64_t)hlen;
   const int64_t data_size = size - data_start;
   cJSON *root = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)hlen);
   if (!root || !cJSON_IsObject(root)) {
-    seterr(err, errlen, "%s: header is not a JSON object (expected {\"name\": {\"dtype\", \"shape\", "
-           "\"data_offsets\"}, ...})", path);
+    rssm_fail(err, errlen,
+              "%s: header is not a JSON object (expected {\"name\": {\"dtype\", \"shape\", "
+              "\"data_offsets\"}, ...})",
+              path);
     cJSON_Delete(root);
     return RSSM_ERR_INPUT;
   }
@@ -184,7 +176,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   st_tensor *nt = realloc(a->tensors, (size_t)(base + count + 1) * sizeof *nt);
   if (!nt) {
     cJSON_Delete(root);
-    seterr(err, errlen, "%s: out of memory for %" PRId64 " tensors", path, count);
+    rssm_fail(err, errlen, "%s: out of memory for %" PRId64 " tensors", path, count);
     return RSSM_ERR_IO;
   }
   a->tensors = nt;
@@ -192,7 +184,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   int64_t *span = malloc((size_t)(count + 1) * 2 * sizeof *span);
   if (!span) {
     cJSON_Delete(root);
-    seterr(err, errlen, "%s: out of memory", path);
+    rssm_fail(err, errlen, "%s: out of memory", path);
     return RSSM_ERR_IO;
   }
   int rc = RSSM_OK;
@@ -202,7 +194,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     const char *name = e->string;
     if (strcmp(name, "__metadata__") == 0) continue;
     if (!cJSON_IsObject(e)) {
-      seterr(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
+      rssm_fail(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -210,7 +202,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(jd)) {
-      seterr(err, errlen, "%s: tensor '%s': field dtype missing or not a string", path, name);
+      rssm_fail(err, errlen, "%s: tensor '%s': field dtype missing or not a string", path, name);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -218,14 +210,16 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     for (int d = 0; d < ST_DTYPE_COUNT; d++)
       if (strcmp(jd->valuestring, dtype_info[d].name) == 0) dt = d;
     if (dt < 0) {
-      seterr(err, errlen,
-             "%s: tensor '%s': unknown dtype '%s' (expected a safetensors dtype such as F32, BF16, "
-             "F16)", path, name, jd->valuestring);
+      rssm_fail(
+          err, errlen,
+          "%s: tensor '%s': unknown dtype '%s' (expected a safetensors dtype such as F32, BF16, "
+          "F16)",
+          path, name, jd->valuestring);
       rc = RSSM_ERR_INPUT;
       break;
     }
     if (!cJSON_IsArray(js)) {
-      seterr(err, errlen, "%s: tensor '%s': field shape missing or not an array", path, name);
+      rssm_fail(err, errlen, "%s: tensor '%s': field shape missing or not an array", path, name);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -234,8 +228,8 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     t->dtype = (st_dtype)dt;
     int nd = cJSON_GetArraySize(js);
     if (nd > ST_MAX_NDIM) {
-      seterr(err, errlen, "%s: tensor '%s': shape has %d axes (expected at most %d)", path, name,
-             nd, ST_MAX_NDIM);
+      rssm_fail(err, errlen, "%s: tensor '%s': shape has %d axes (expected at most %d)", path, name,
+                nd, ST_MAX_NDIM);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -246,16 +240,17 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
       const cJSON *v = cJSON_GetArrayItem(js, i);
       int64_t d;
       if (json_u53(v, &d) != 0) {
-        seterr(err, errlen,
-               "%s: tensor '%s': shape[%d] is not a non-negative integer below 2^53 (found %s%g)",
-               path, name, i, cJSON_IsNumber(v) ? "" : "a non-number ",
-               cJSON_IsNumber(v) ? v->valuedouble : 0.0);
+        rssm_fail(
+            err, errlen,
+            "%s: tensor '%s': shape[%d] is not a non-negative integer below 2^53 (found %s%g)",
+            path, name, i, cJSON_IsNumber(v) ? "" : "a non-number ",
+            cJSON_IsNumber(v) ? v->valuedouble : 0.0);
         bad = 1;
         break;
       }
       t->shape[i] = d;
       if (d != 0 && numel > INT64_MAX / d) {
-        seterr(err, errlen, "%s: tensor '%s': shape overflows 64-bit element count", path, name);
+        rssm_fail(err, errlen, "%s: tensor '%s': shape overflows 64-bit element count", path, name);
         bad = 1;
         break;
       }
@@ -268,7 +263,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     t->numel = numel;
     int64_t esize = dtype_info[dt].size;
     if (numel > INT64_MAX / esize) {
-      seterr(err, errlen, "%s: tensor '%s': byte size overflows 64 bits", path, name);
+      rssm_fail(err, errlen, "%s: tensor '%s': byte size overflows 64 bits", path, name);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -277,32 +272,33 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 ||
         json_u53(cJSON_GetArrayItem(jo, 0), &b0) != 0 ||
         json_u53(cJSON_GetArrayItem(jo, 1), &b1) != 0) {
-      seterr(err, errlen,
-             "%s: tensor '%s': field data_offsets is not two non-negative integers [begin, end]",
-             path, name);
+      rssm_fail(err, errlen,
+                "%s: tensor '%s': field data_offsets is not two non-negative integers [begin, end]",
+                path, name);
       rc = RSSM_ERR_INPUT;
       break;
     }
     if (b1 < b0 || b1 > data_size) {
-      seterr(err, errlen,
-             "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] out of range (expected "
-             "begin <= end <= %" PRId64 ", the size of the data block)",
-             path, name, b0, b1, data_size);
+      rssm_fail(err, errlen,
+                "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64
+                "] out of range (expected "
+                "begin <= end <= %" PRId64 ", the size of the data block)",
+                path, name, b0, b1, data_size);
       rc = RSSM_ERR_INPUT;
       break;
     }
     if (b1 - b0 != nbytes) {
       st_shape_string(nd, t->shape, sh, sizeof sh);
-      seterr(err, errlen,
-             "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64
-             " bytes (expected %" PRId64 " for shape %s of %s)",
-             path, name, b0, b1, b1 - b0, nbytes, sh, dtype_info[dt].name);
+      rssm_fail(err, errlen,
+                "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64
+                " bytes (expected %" PRId64 " for shape %s of %s)",
+                path, name, b0, b1, b1 - b0, nbytes, sh, dtype_info[dt].name);
       rc = RSSM_ERR_INPUT;
       break;
     }
     t->name = xstrdup(name);
     if (!t->name) {
-      seterr(err, errlen, "%s: out of memory", path);
+      rssm_fail(err, errlen, "%s: out of memory", path);
       rc = RSSM_ERR_IO;
       break;
     }
@@ -318,7 +314,7 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
      * neighbours. Empty tensors occupy no bytes and cannot overlap. */
     int64_t *ord = malloc((size_t)(k + 1) * sizeof *ord); /* [k] */
     if (!ord) {
-      seterr(err, errlen, "%s: out of memory", path);
+      rssm_fail(err, errlen, "%s: out of memory", path);
       rc = RSSM_ERR_IO;
     } else {
       int64_t m = 0;
@@ -337,11 +333,11 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
       for (int64_t i = 1; i < m && rc == RSSM_OK; i++) {
         int64_t p = ord[i - 1], q = ord[i];
         if (span[2 * q] < span[2 * p + 1]) {
-          seterr(err, errlen,
-                 "%s: tensors '%s' [%" PRId64 ", %" PRId64 ") and '%s' [%" PRId64 ", %" PRId64
-                 ") overlap (expected disjoint data_offsets)",
-                 path, a->tensors[base + p].name, span[2 * p], span[2 * p + 1],
-                 a->tensors[base + q].name, span[2 * q], span[2 * q + 1]);
+          rssm_fail(err, errlen,
+                    "%s: tensors '%s' [%" PRId64 ", %" PRId64 ") and '%s' [%" PRId64 ", %" PRId64
+                    ") overlap (expected disjoint data_offsets)",
+                    path, a->tensors[base + p].name, span[2 * p], span[2 * p + 1],
+                    a->tensors[base + q].name, span[2 * q], span[2 * q + 1]);
           rc = RSSM_ERR_INPUT;
         }
       }
@@ -359,9 +355,9 @@ static int finish(st_archive *a, char *err, size_t errlen) {
     qsort(a->tensors, (size_t)a->ntensors, sizeof *a->tensors, cmp_tensor_name);
   for (int64_t i = 1; i < a->ntensors; i++)
     if (strcmp(a->tensors[i - 1].name, a->tensors[i].name) == 0) {
-      seterr(err, errlen, "tensor '%s' appears in both %s and %s (expected once)",
-             a->tensors[i].name, a->files[a->tensors[i - 1].file].path,
-             a->files[a->tensors[i].file].path);
+      rssm_fail(err, errlen, "tensor '%s' appears in both %s and %s (expected once)",
+                a->tensors[i].name, a->files[a->tensors[i - 1].file].path,
+                a->files[a->tensors[i].file].path);
       return RSSM_ERR_INPUT;
     }
   return RSSM_OK;
@@ -378,7 +374,7 @@ int st_open_file(const char *path, st_archive *a, char *err, size_t errlen) {
 static char *read_text(const char *path, size_t *len, char *err, size_t errlen, int *rc) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    seterr(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+    rssm_fail(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
     *rc = RSSM_ERR_INPUT;
     return NULL;
   }
@@ -390,7 +386,7 @@ static char *read_text(const char *path, size_t *len, char *err, size_t errlen, 
       if (cap > ((size_t)1 << 30)) {
         free(buf);
         fclose(f);
-        seterr(err, errlen, "%s: larger than 1 GiB (expected a JSON text file)", path);
+        rssm_fail(err, errlen, "%s: larger than 1 GiB (expected a JSON text file)", path);
         *rc = RSSM_ERR_INPUT;
         return NULL;
       }
@@ -408,7 +404,7 @@ static char *read_text(const char *path, size_t *len, char *err, size_t errlen, 
   fclose(f);
   if (!buf || bad) {
     free(buf);
-    seterr(err, errlen, "%s: read failed or out of memory", path);
+    rssm_fail(err, errlen, "%s: read failed or out of memory", path);
     *rc = RSSM_ERR_IO;
     return NULL;
   }
@@ -430,8 +426,10 @@ static int open_index(const char *dir, const char *index_path, st_archive *a, ch
   free(text);
   const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
   if (!cJSON_IsObject(wm)) {
-    seterr(err, errlen, "%s: field weight_map missing or not an object (expected {\"tensor\": "
-           "\"file.safetensors\", ...})", index_path);
+    rssm_fail(err, errlen,
+              "%s: field weight_map missing or not an object (expected {\"tensor\": "
+              "\"file.safetensors\", ...})",
+              index_path);
     cJSON_Delete(root);
     return RSSM_ERR_INPUT;
   }
@@ -440,14 +438,14 @@ static int open_index(const char *dir, const char *index_path, st_archive *a, ch
   for (const cJSON *e = wm->child; e && rc == RSSM_OK; e = e->next) {
     if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || e->valuestring[0] == '.' ||
         e->valuestring[0] == '\0') {
-      seterr(err, errlen, "%s: weight_map['%s'] is not a plain file name in the model directory",
-             index_path, e->string);
+      rssm_fail(err, errlen, "%s: weight_map['%s'] is not a plain file name in the model directory",
+                index_path, e->string);
       rc = RSSM_ERR_INPUT;
       break;
     }
     int n = snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
     if (n < 0 || (size_t)n >= sizeof path) {
-      seterr(err, errlen, "%s: path of shard '%s' too long", index_path, e->valuestring);
+      rssm_fail(err, errlen, "%s: path of shard '%s' too long", index_path, e->valuestring);
       rc = RSSM_ERR_INPUT;
       break;
     }
@@ -461,12 +459,12 @@ static int open_index(const char *dir, const char *index_path, st_archive *a, ch
     const st_tensor *t = st_find(a, e->string);
     snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
     if (!t) {
-      seterr(err, errlen, "%s: tensor '%s' listed in weight_map is missing from %s", index_path,
-             e->string, path);
+      rssm_fail(err, errlen, "%s: tensor '%s' listed in weight_map is missing from %s", index_path,
+                e->string, path);
       rc = RSSM_ERR_INPUT;
     } else if (strcmp(a->files[t->file].path, path) != 0) {
-      seterr(err, errlen, "%s: tensor '%s' listed in %s but found in %s", index_path, e->string,
-             path, a->files[t->file].path);
+      rssm_fail(err, errlen, "%s: tensor '%s' listed in %s but found in %s", index_path, e->string,
+                path, a->files[t->file].path);
       rc = RSSM_ERR_INPUT;
     }
   }
@@ -479,7 +477,7 @@ int st_open_dir(const char *dir, st_archive *a, char *err, size_t errlen) {
   char path[4096];
   int n = snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
   if (n < 0 || (size_t)n >= sizeof path) {
-    seterr(err, errlen, "%s: model directory path too long", dir);
+    rssm_fail(err, errlen, "%s: model directory path too long", dir);
     return RSSM_ERR_INPUT;
   }
   struct stat st;
@@ -489,9 +487,10 @@ int st_open_dir(const char *dir, st_archive *a, char *err, size_t errlen) {
   } else {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (stat(path, &st) != 0) {
-      seterr(err, errlen,
-             "%s: no model.safetensors or model.safetensors.index.json (expected a Hugging Face "
-             "model directory)", dir);
+      rssm_fail(err, errlen,
+                "%s: no model.safetensors or model.safetensors.index.json (expected a Hugging Face "
+                "model directory)",
+                dir);
       return RSSM_ERR_INPUT;
     }
     rc = add_file(a, path, err, errlen);
@@ -550,8 +549,9 @@ int st_to_f32(const st_archive *a, const st_tensor *t, float *out, char *err, si
       }
       return RSSM_OK;
     default:
-      seterr(err, errlen, "%s: tensor '%s': dtype %s is not supported (expected F32, BF16 or F16)",
-             a->files[t->file].path, t->name, st_dtype_name(t->dtype));
+      rssm_fail(err, errlen,
+                "%s: tensor '%s': dtype %s is not supported (expected F32, BF16 or F16)",
+                a->files[t->file].path, t->name, st_dtype_name(t->dtype));
       return RSSM_ERR_INPUT;
   }
 }
