@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,4 +155,21 @@ int is_one_line(const char *s) {
   size_t n = strlen(s);
   if (n < 2 || s[n - 1] != '\n') return 0;
   return strchr(s, '\n') == s + n - 1;
+}
+
+int run_captured(const char *bin, const char *dir, char **err_text, char **out_text,
+                 const char *arg0, ...) {
+  char *argv[32];
+  int n = 0;
+  argv[n++] = (char *)bin;
+  va_list ap;
+  va_start(ap, arg0);
+  for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  char e[TPATH_MAX], o[TPATH_MAX];
+  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
+  *err_text = slurp(e, NULL);
+  if (out_text) *out_text = slurp(o, NULL);
+  return st;
 }

@@ -36,6 +36,13 @@ float rng_spread(uint64_t *state, int emin, int emax);
  * failed. */
 int run_prog(char *const argv[], const char *out_path, const char *err_path);
 
+/* Runs `bin ARGS...` (the arguments NULL-terminated) with stdout and stderr captured in
+ * dir/stdout.txt and dir/stderr.txt; *err_text, and *out_text when out_text is non-NULL, receive
+ * their malloc'ed contents (NULL if unreadable). Returns the raw wait status, or -1 if the spawn
+ * failed. */
+int run_captured(const char *bin, const char *dir, char **err_text, char **out_text,
+                 const char *arg0, ...);
+
 /* Whether s is exactly one non-empty line ending in '\n'. */
 int is_one_line(const char *s);
 

@@ -27,24 +27,15 @@ TestSuite(bench, .init = setup, .fini = teardown);
 
 /* Runs `replayssm ARGS...` (NULL-terminated); returns the exit status (asserting a normal exit)
  * and the captured stderr (malloc'ed) in *err_text, stdout in *out_text (or NULL). */
-static int replayssm(char **err_text, char **out_text, const char *arg0, ...) {
-  char *argv[32];
-  int n = 0;
-  argv[n++] = (char *)RSSM_BIN;
-  va_list ap;
-  va_start(ap, arg0);
-  for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = (char *)a;
-  va_end(ap);
-  argv[n] = NULL;
-  char e[TPATH_MAX], o[TPATH_MAX];
-  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
+#define replayssm(err_text, out_text, ...)                                                  \
+  exit_status(run_captured(RSSM_BIN, dir, (err_text), (out_text), __VA_ARGS__), (err_text), \
+              (out_text))
+
+/* err_text is read here, after the run (an argument beside the run's could be read before it) */
+static int exit_status(int st, char *const *err_text, char *const *out_text) {
   cr_assert_neq(st, -1, "could not run %s", RSSM_BIN);
-  *err_text = slurp(e, NULL);
   cr_assert_not_null(*err_text);
-  if (out_text) {
-    *out_text = slurp(o, NULL);
-    cr_assert_not_null(*out_text);
-  }
+  if (out_text) cr_assert_not_null(*out_text);
   cr_assert(WIFEXITED(st), "terminated by signal %d; stderr: %s", WIFSIGNALED(st) ? WTERMSIG(st) : -1,
             *err_text);
   return WEXITSTATUS(st);

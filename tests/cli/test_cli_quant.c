@@ -27,28 +27,13 @@ static void teardown(void) { tdir_remove(dir); }
 
 TestSuite(cli, .init = setup, .fini = teardown);
 
-/* Runs `replayssm ARGS...` (NULL-terminated); returns the wait status, and the captured stderr
- * (malloc'ed) in *stderr_text. */
-static int replayssm(char **stderr_text, const char *arg0, ...) {
-  char *argv[32];
-  int n = 0;
-  argv[n++] = (char *)RSSM_BIN;
-  va_list ap;
-  va_start(ap, arg0);
-  for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = (char *)a;
-  va_end(ap);
-  argv[n] = NULL;
-  char e[TPATH_MAX], o[TPATH_MAX];
-  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
-  cr_assert_neq(st, -1, "could not run %s", RSSM_BIN);
-  *stderr_text = slurp(e, NULL);
-  cr_assert_not_null(*stderr_text);
-  return st;
-}
+/* Runs `replayssm ARGS...` (NULL-terminated); the wait status, stderr (malloc'ed) in *t. */
+#define replayssm(t, ...) run_captured(RSSM_BIN, dir, (t), NULL, __VA_ARGS__)
 
 /* exit status exactly 2 (not a signal), stderr one line holding every keyword, no output file */
 static void expect_input_error(int st, char *text, const char *out, const char *k1,
                                const char *k2) {
+  cr_assert(st != -1 && text != NULL, "could not run %s", RSSM_BIN);
   cr_assert(WIFEXITED(st), "terminated by signal %d; stderr: %s",
             WIFSIGNALED(st) ? WTERMSIG(st) : -1, text);
   cr_assert_eq(WEXITSTATUS(st), 2, "exit status %d; stderr: %s", WEXITSTATUS(st), text);
@@ -61,6 +46,7 @@ static void expect_input_error(int st, char *text, const char *out, const char *
 }
 
 static void expect_ok(int st, char *text) {
+  cr_assert(st != -1 && text != NULL, "could not run %s", RSSM_BIN);
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d; stderr: %s", st, text);
   cr_assert_str_empty(text, "unexpected stderr: %s", text);
   free(text);
