@@ -554,6 +554,28 @@ static void fill_rates(bench *bn, result *r, double conv_us) {
   r->rel_conv = conv_us > 0 && r->us > 0 ? r->us / conv_us : 0.0;
 }
 
+/* The record of one timed replay configuration (parts std and window): times, the byte model
+ * with this engine's and the paper's record sizes, rates against the conventional step cu.
+ * NULL when out of memory. */
+static result *replay_result(bench *bn, const char *part, const shape *sh, const char *cfg, int B,
+                             int L, double us, double nf, double fl, int k, int ok, double cu) {
+  const ssm_dims *d = &sh->d;
+  result *r = add_result(bn->rs);
+  if (!r) return NULL;
+  fill_common(r, part, sh, cfg, B);
+  r->L = L;
+  r->copies = k;
+  r->us = us;
+  r->us_nonflush = nf;
+  r->us_flush = fl;
+  r->model_bytes = (double)B * d->H * m_replay(d, L, record_bytes_engine(d)) / L;
+  r->model_ratio = m_replay(d, L, record_bytes_engine(d)) / m_conv(d, L);
+  r->model_ratio_paper = m_replay(d, L, record_bytes_paper(d)) / m_conv(d, L);
+  if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+  fill_rates(bn, r, cu);
+  return r;
+}
+
 /* Part std: conventional and replay L = 16 over the batch sweep. */
 static void part_std(bench *bn, int si) {
   const shape *sh = &all_shapes[si];
@@ -582,19 +604,8 @@ static void part_std(bench *bn, int si) {
     double us = -1.0, nf = -1.0, fl = -1.0;
     int k = 0;
     if (okr) time_standard(bn, rcfg, d, B, &us, &nf, &fl, &k);
-    result *rr = add_result(bn->rs);
+    result *rr = replay_result(bn, "std", sh, rcfg, B, L, us, nf, fl, k, okr, cu);
     if (!rr) return;
-    fill_common(rr, "std", sh, rcfg, B);
-    rr->L = L;
-    rr->copies = k;
-    rr->us = us;
-    rr->us_nonflush = nf;
-    rr->us_flush = fl;
-    rr->model_bytes = (double)B * d->H * m_replay(d, L, record_bytes_engine(d)) / L;
-    rr->model_ratio = m_replay(d, L, record_bytes_engine(d)) / m_conv(d, L);
-    rr->model_ratio_paper = m_replay(d, L, record_bytes_paper(d)) / m_conv(d, L);
-    if (!okr) snprintf(rr->check, sizeof rr->check, "FAIL");
-    fill_rates(bn, rr, cu);
     printf("%6d %4d | %10.1f %8.1f %6.1f | %10.1f %10.1f %10.1f %8.1f %6.1f | %7.2f %7.2f %7.2f\n", B, rc->copies,
            cu, rc->gbps, rc->pct_copy, us, nf, fl, rr->gbps, rr->pct_copy, us > 0 && cu > 0 ? cu / us : 0.0,
            1.0 / rr->model_ratio, 1.0 / rr->model_ratio_paper);
@@ -619,19 +630,8 @@ static void part_window(bench *bn, int si) {
     double us = -1.0, nf = -1.0, fl = -1.0;
     int k = 0;
     if (ok) time_standard(bn, cfg, d, B, &us, &nf, &fl, &k);
-    result *r = add_result(bn->rs);
+    result *r = replay_result(bn, "window", sh, cfg, B, L, us, nf, fl, k, ok, cu);
     if (!r) return;
-    fill_common(r, "window", sh, cfg, B);
-    r->L = L;
-    r->copies = k;
-    r->us = us;
-    r->us_nonflush = nf;
-    r->us_flush = fl;
-    r->model_bytes = (double)B * d->H * m_replay(d, L, record_bytes_engine(d)) / L;
-    r->model_ratio = m_replay(d, L, record_bytes_engine(d)) / m_conv(d, L);
-    r->model_ratio_paper = m_replay(d, L, record_bytes_paper(d)) / m_conv(d, L);
-    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
-    fill_rates(bn, r, cu);
     printf("%4d | %10.1f %10.1f %10.1f %8.1f %6.1f | %7.2f %7.2f %7.2f\n", L, us, nf, fl, r->gbps, r->pct_copy,
            us > 0 && cu > 0 ? cu / us : 0.0, 1.0 / r->model_ratio, 1.0 / r->model_ratio_paper);
     fflush(stdout);
