@@ -205,6 +205,19 @@ def from_dir(d):
         window = _parse_window(wpath, _read_csv(wpath)) if os.path.isfile(wpath) else None
         out.append(Summary(stem, bpath, normalise_model(model), K, N, specs, buckets, rounding,
                            window))
+    # Runs summarised only by a rounding table (table_rounding.py) and `replayssm summary`:
+    # K and N come from the summary text; they have no length buckets.
+    have = {s.stem for s in out}
+    for rpath in sorted(glob.glob(os.path.join(d, "*_rounding.csv"))):
+        stem = os.path.basename(rpath)[:-len("_rounding.csv")]
+        spath = os.path.join(d, f"{stem}.summary.txt")
+        if stem in have or not os.path.isfile(spath):
+            continue
+        K, N, model = _summary_txt(spath)
+        rounding = _parse_rounding(rpath, _read_csv(rpath), K, N)
+        specs = {row["config"]: row["spec"] for row in rounding[1]}
+        out.append(Summary(stem, rpath, normalise_model(model), K, N, specs, {}, rounding, None))
     if not out:
         raise rc.InputError(f"{d}: no *_kl_buckets.csv (expected plot_kl_length.py's output)")
+    out.sort(key=lambda s: s.stem)
     return out

@@ -12,13 +12,26 @@ Models (byte vocabulary, 256 ids; the numbers of issue 6):
                      d_state 128, hidden 320, relu2 MLP 1920: 6.99M parameters
 
 Data: .corpus/{sotu,kjv,austen}.txt.gz from scripts/fetch_corpus.sh (UTF-8 bytes are the tokens),
-sampled as random 2049-byte windows, source chosen per sequence with fixed probabilities. The
-held-out text is data/moby-dick.txt (scripts/fetch_data.sh), never trained on.
+sampled as random windows of SEQ + 1 bytes (16385: longer than the longest designed memory, 8192),
+source chosen per sequence with fixed probabilities. The held-out text is data/moby-dick.txt
+(scripts/fetch_data.sh), never trained on.
+
+Long-memory design (issue 15; docs/trained-models.md, "Slow heads"): every learned SSM head is
+initialised as the reference SSM libraries do (A ~ U(1, 16), dt log-uniform in [1e-3, 0.1],
+dt_bias = softplus^-1(dt)), and SLOW_PER_LAYER heads of every SSM layer get a fixed decay
+alpha = exp(-1/m), memories m log-spaced over SLOW_MEMORIES tokens across the model: their
+input-dependent decay term (GDN: the head's row of in_proj_a; Mamba-2: the head's dt row of
+in_proj) is zero, and that row, A_log and dt_bias of the head stay fixed during training
+(gradients masked, values restored after every step). Mamba-2's slow heads all sit in the last
+B/C group, so that the gated norm (one RMS per group) scales them together. The checkpoint stays a
+standard Hugging Face checkpoint: transformers loads and runs it unchanged.
 
 Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight decay 0.1 on
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fixed from the
-measured speed so that it ends at --train-seconds; batch 16 x 2048 tokens; grad-norm clip 1;
-seed fixed per model. transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d).
+measured speed so that it ends at --train-seconds; batch 2 x 16384 tokens; grad-norm clip 1;
+seed fixed per model. transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
+GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 (checked
+against 64 on a random batch at the start: faster at these windows, same logits to ~1e-5).
 Every --eval-every steps the held-out bits per byte on the quickstart's 4 windows (bf16 autocast)
 goes to the loss log.
 
@@ -26,7 +39,10 @@ After training every parameter is rounded to bf16 and the checkpoint is written 
 safetensors (save_pretrained) with config.json. Then, from the bf16 weights computed in fp32:
   - held-out bits per byte on the quickstart's 4 windows of 2049 bytes of Moby-Dick (window k
     starts at floor(k (M - 2049) / 3), as `replayssm run` places them), full-sequence forward,
-    TF32 off; also over 32 windows for a steadier number;
+    TF32 off; also over 32 windows for a steadier number; and over 2 windows of 16385 bytes, the
+    means over positions 1024..8191 and 8192..16383 (no degradation past the training window);
+  - each SSM head's memory as measured on Moby-Dick: the mean of its log-decay per token over the
+    first 1024 bytes of the first window, memory 1 / (1 - exp(mean));
   - the reference logits of the CPU test: transformers' cached step-by-step decode on the CPU,
     fp32, over the first 512 bytes of Moby-Dick (tokens.npy int32, ref_logits.npy float32
     [512][256]), like scripts/make_fixtures.py.
@@ -49,9 +65,14 @@ import time
 import traceback
 
 T0 = time.time()
-SEQ = 2048
-BATCH = 16
+SEQ = 16384             # training window (bytes); the longest designed memory is 8192
+BATCH = 2               # 2 x 16384 = 32768 tokens a step, as the first models' 16 x 2048
+EVAL_SEQ = 2048         # the quickstart's windows for the held-out curve
+LONG_SEQ = 16384        # the no-degradation check: 2 windows of LONG_SEQ + 1 bytes
 N_REF = 512
+GDN_CHUNK = 256         # chunk of transformers' chunked GDN fallback (its default is 64)
+SLOW_PER_LAYER = 2      # slow heads per SSM layer
+SLOW_MEMORIES = (256.0, 8192.0)   # their memories, log-spaced over the model's slow heads
 HELDOUT_K = 4
 SOURCES = [("austen", 0.40), ("sotu", 0.35), ("kjv", 0.25)]
 
@@ -70,7 +91,7 @@ def build_qwen():
     types = ["linear_attention"] * 3 + ["full_attention"]
     kw = dict(vocab_size=256, hidden_size=256, num_hidden_layers=8, layer_types=types * 2,
               intermediate_size=768, rms_norm_eps=1e-6, hidden_act="silu",
-              max_position_embeddings=8192, tie_word_embeddings=False,
+              max_position_embeddings=131072, tie_word_embeddings=False,
               linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=128,
               linear_value_head_dim=64, linear_conv_kernel_dim=4,
               num_attention_heads=4, num_key_value_heads=2, head_dim=64,
@@ -91,8 +112,8 @@ def build_nemotron():
               mlp_hidden_act="relu2", mamba_num_heads=8, mamba_head_dim=32, n_groups=2,
               ssm_state_size=128, conv_kernel=4, use_conv_bias=True, layer_norm_epsilon=1e-5,
               # transformers' torch fallback floors dt at time_step_min; the CUDA decode
-              # kernels (and replayssm) do not: make the floor irrelevant (dt_bias is
-              # initialised by hand below instead)
+              # kernels (and replayssm) do not: make the floor irrelevant (dt_bias is set by
+              # design_ssm_heads instead)
               time_step_min=1e-9, time_step_floor=1e-9, chunk_size=64,
               tie_word_embeddings=False, use_mamba_kernels=False)
     try:
@@ -106,17 +127,200 @@ def build_nemotron():
         cfg = NemotronHConfig(**kw)
     cfg._attn_implementation = "sdpa"
     model = NemotronHForCausalLM(cfg)
-    # Mamba-2's usual dt initialisation: dt log-uniform in [1e-3, 1e-1], dt_bias = softplus^-1(dt)
+    return model
+
+
+
+# --------------------------------------------------------------------------------------------
+# SSM heads: reference-library initialisation and fixed slow heads
+# --------------------------------------------------------------------------------------------
+
+def softplus_inv(y):
+    """x with softplus(x) = y (y > 0): x = y + log(-expm1(-y))."""
+    return y + math.log(-math.expm1(-y))
+
+
+def bf16_round(x):
+    """x rounded to the nearest bf16 value, as a Python float (the checkpoint stores bf16)."""
     import torch
 
-    gen = torch.Generator().manual_seed(4321)
+    return float(torch.tensor(x, dtype=torch.float32).to(torch.bfloat16).to(torch.float32))
+
+
+def ssm_layers(model):
+    """[(kind, module)] of the SSM mixers in layer order: kind 'gdn' or 'mamba2'."""
+    out = []
+    for _, m in model.named_modules():
+        cls = type(m).__name__
+        if cls.endswith("GatedDeltaNet"):
+            out.append(("gdn", m))
+        elif cls.endswith("Mamba2Mixer") or cls.endswith("MambaMixer2"):
+            out.append(("mamba2", m))
+    return out
+
+
+def input_decay_rows(kind, m):
+    """(weight, first row) of the rows that make a head's input-dependent decay term: GDN's
+    in_proj_a (one row a head), Mamba-2's in_proj dt rows (the last num_heads rows)."""
+    if kind == "gdn":
+        return m.in_proj_a.weight, 0
+    w = m.in_proj.weight
+    nh = m.num_heads
+    expect = 2 * m.intermediate_size + 2 * m.n_groups * m.ssm_state_size + nh
+    if w.shape[0] != expect:
+        raise RuntimeError(f"Mamba-2 in_proj has {w.shape[0]} rows, expected {expect} "
+                           "(z, xBC, dt): cannot find the dt rows")
+    return w, w.shape[0] - nh
+
+
+class FixedHeads:
+    """The slow heads' fixed entries: gradients masked, values restored after every step."""
+
+    def __init__(self):
+        self.entries = []   # (parameter, index tuple, fp32 values)
+        self.table = []     # one dict a slow head, for eval.json and the model card
+
+    def add(self, p, idx, values):
+        import torch
+
+        vals = torch.as_tensor(values, dtype=torch.float32).to(p.device)
+        self.entries.append((p, idx, vals))
+        mask = torch.ones_like(p)
+        mask[idx] = 0
+        p.register_hook(lambda g, mask=mask: g * mask.to(g.device, g.dtype))
+
+    def restore(self):
+        import torch
+
+        with torch.no_grad():
+            for p, idx, vals in self.entries:
+                p[idx] = vals.to(p.device, p.dtype)
+
+
+def design_ssm_heads(model, seed):
+    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 77)
+    layers = ssm_layers(model)
+    if not layers:
+        raise RuntimeError("no SSM layers found")
+    fixed = FixedHeads()
+    n_slow = len(layers) * SLOW_PER_LAYER
+    lo, hi = (math.log(v) for v in SLOW_MEMORIES)
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("dt_bias"):
-                u = torch.rand(p.shape, generator=gen)
-                dt = torch.exp(u * (math.log(1e-1) - math.log(1e-3)) + math.log(1e-3))
-                p.copy_(dt + torch.log(-torch.expm1(-dt)))
-    return model
+        for li, (kind, m) in enumerate(layers):
+            nh = m.num_v_heads if kind == "gdn" else m.num_heads
+            # learned heads: A ~ U(1, 16), dt log-uniform in [1e-3, 1e-1], dt_bias = softplus^-1(dt)
+            a = 1 + 15 * torch.rand(nh, generator=gen)
+            dt = torch.exp(torch.rand(nh, generator=gen) * (math.log(1e-1) - math.log(1e-3))
+                           + math.log(1e-3))
+            m.A_log.copy_(torch.log(a))
+            m.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+            w, row0 = input_decay_rows(kind, m)
+            # slow heads: the last SLOW_PER_LAYER heads (GDN: they share the last key head;
+            # Mamba-2: they sit in the last B/C group)
+            if kind == "mamba2":
+                per_group = nh // m.n_groups
+                if SLOW_PER_LAYER > per_group:
+                    raise RuntimeError("more slow heads than heads in one group")
+            for s in range(SLOW_PER_LAYER):
+                h = nh - SLOW_PER_LAYER + s
+                j = s * len(layers) + li          # interleaved: each layer gets a spread
+                mem = math.exp(lo + (hi - lo) * j / max(1, n_slow - 1))
+                # decay rate exp(A_log) * softplus(dt_bias) = 1/m, split as m^-1/2 each (for
+                # Mamba-2 dt also scales the input: m^-1/2 keeps the state's size moderate)
+                a_log = bf16_round(math.log(mem ** -0.5))
+                dtb = bf16_round(softplus_inv(mem ** -0.5))
+                m.A_log[h] = a_log
+                m.dt_bias[h] = dtb
+                w[row0 + h].zero_()
+                rate = math.exp(a_log) * math.log1p(math.exp(dtb))
+                fixed.table.append({"layer": li, "kind": kind, "head": h, "memory_design": mem,
+                                    "memory_bf16": 1.0 / (1.0 - math.exp(-rate)),
+                                    "A_log": a_log, "dt_bias": dtb})
+            slow = list(range(nh - SLOW_PER_LAYER, nh))
+            fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
+            fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
+            rows = [row0 + h for h in slow]
+            fixed.add(w, (rows,), torch.zeros(len(rows), w.shape[1]))
+    for e in fixed.table:
+        log(f"    slow head: layer {e['layer']} ({e['kind']}) head {e['head']}: memory "
+            f"{e['memory_design']:.0f} tokens (bf16 {e['memory_bf16']:.0f})")
+    return fixed
+
+
+class GdnChunk:
+    """Binds the chunk size of transformers' chunked GDN fallback (default 64): its Python loop
+    runs once a chunk, so longer chunks train long windows several times faster."""
+
+    size = GDN_CHUNK
+    calls = 0
+
+    @classmethod
+    def install(cls):
+        try:
+            import transformers.models.qwen3_5.modeling_qwen3_5 as mq
+        except ImportError:
+            return False
+        name = "torch_chunk_gated_delta_rule"
+        orig = getattr(mq, name, None)
+        if orig is None:
+            return False
+
+        def bound(*a, **k):
+            cls.calls += 1
+            k["chunk_size"] = cls.size
+            return orig(*a, **k)
+
+        setattr(mq, name, bound)
+        for cname in dir(mq):
+            c = getattr(mq, cname)
+            if isinstance(c, type) and cname.endswith("GatedDeltaNet"):
+                for attr in ("chunk_gated_delta_rule", name):
+                    if getattr(c, attr, None) is orig:
+                        setattr(c, attr, staticmethod(bound))
+        return True
+
+    @classmethod
+    def check(cls, model, device, n=512):
+        """Chooses the longest chunk in (GDN_CHUNK, 128, 64) whose logits are as close to the
+        exact token-by-token recurrence as the default 64's (at most 1.5x its error + 1e-6) on
+        n random tokens: the chunked form solves a triangular system per chunk, whose rounding
+        can grow with the chunk length when keys are correlated."""
+        import torch
+
+        x = torch.randint(0, 256, (1, n), device=device,
+                          generator=torch.Generator(device=device).manual_seed(5))
+        with torch.no_grad():
+            exact = cached_logits(model, x)
+            err = {}
+            for c in sorted({GDN_CHUNK, 128, 64}):
+                cls.size, c0 = c, cls.calls
+                got = model(input_ids=x, use_cache=False).logits.float()[0]
+                if cls.calls == c0:
+                    log("GDN chunk binding had no effect: the fallback ignored the wrapper")
+                    cls.size = 64
+                    return {"size": 64, "bound": False}
+                err[c] = float((got - exact).abs().max() / exact.abs().max())
+        ok = [c for c in err if err[c] <= 1.5 * err[64] + 1e-6]
+        cls.size = max(ok)
+        log("GDN chunk against the exact recurrence (max rel logit error): "
+            + ", ".join(f"{c}: {e:.2e}" for c, e in sorted(err.items()))
+            + f" -> chunk {cls.size}")
+        return {"size": cls.size, "bound": True, "max_rel_vs_recurrent": err}
+
+
+def cached_logits(model, x):
+    """[n][vocab] logits of a cached token-by-token decode of x [1][n] (the exact recurrence)."""
+    import torch
+
+    rows, past = [], None
+    for t in range(x.shape[1]):
+        out = model(input_ids=x[:, t:t + 1], past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        rows.append(out.logits[0, -1].float())
+    return torch.stack(rows)
 
 
 MODELS = {
@@ -142,7 +346,7 @@ def load_corpus(root):
     return out
 
 
-def heldout_windows(text, k=HELDOUT_K, n=SEQ):
+def heldout_windows(text, k=HELDOUT_K, n=EVAL_SEQ):
     """The quickstart's windows: k windows of n + 1 tokens, window j at floor(j (M-n-1)/(k-1))."""
     m = len(text)
     starts = [0] if k == 1 else [j * (m - n - 1) // (k - 1) for j in range(k)]
@@ -228,7 +432,7 @@ def plot(csv_rows, path, title):
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
     ax.plot(steps, tr, label="training text (bits/byte)")
     ax.plot(hs, hv, "o-", label="Moby-Dick, 4 held-out windows")
-    ax.set_xlabel("step (16 x 2048 bytes)")
+    ax.set_xlabel(f"step ({BATCH} x {SEQ} bytes)")
     ax.set_ylabel("bits per byte")
     ax.set_ylim(1.0, 5.0)
     ax.grid(alpha=0.3)
@@ -259,12 +463,19 @@ def train(name, args):
     torch.backends.cudnn.allow_tf32 = True
 
     model = builder().to(torch.float32)
+    fixed = design_ssm_heads(model, seed)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{name}: {n_params} parameters ({n_params * 2 / 1e6:.2f} MB in bf16)")
     for n, p in model.named_parameters():
         if ".0." in n or ".3." in n or "layers" not in n:
             log(f"    {n} {tuple(p.shape)}")
     model.to(device).train()
+    fixed.restore()
+    chunk_info = None
+    if GdnChunk.install() and any(k == "gdn" for k, _ in ssm_layers(model)):
+        model.eval()
+        chunk_info = GdnChunk.check(model, device)
+        model.train()
 
     corpus = load_corpus(args.corpus)
     moby = open(args.heldout, "rb").read()
@@ -339,6 +550,7 @@ def train(name, args):
                 continue
             gnorm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
             opt.step()
+            fixed.restore()
             step += 1
             window_losses.append(loss_sum / math.log(2))
             if step % args.log_every == 0 or step == 1:
@@ -403,7 +615,10 @@ def train(name, args):
     result = {"model": name, "parameters": n_params, "steps": step, "batch": BATCH, "seq": SEQ,
               "tokens": step * BATCH * SEQ, "train_seconds": round(train_seconds, 1),
               "lr": args.lr, "seed": seed, "sources": SOURCES, "heldout_starts": starts,
-              "final_train_bpb": rows[-1]["train_bpb"] if rows else None}
+              "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
+              "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
+              "slow_memories": SLOW_MEMORIES,
+              "gdn_chunk_start": chunk_info}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -452,6 +667,13 @@ def evaluate(name, path, moby, device):
     result = {}
     model = load_checkpoint(name, path)
     starts, windows = heldout_windows(moby)
+    if any(k == "gdn" for k, _ in ssm_layers(model)) and GdnChunk.calls:
+        try:
+            model.to(device)
+            result["gdn_chunk_trained"] = GdnChunk.check(model, device)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        GdnChunk.size = 64   # every number below: transformers' own default chunk
     try:
         model.to(device)
         bpb, per = bits_per_byte(model, windows, device, autocast=False)
@@ -462,6 +684,14 @@ def evaluate(name, path, moby, device):
         bpb32, _ = bits_per_byte(model, w32, device, autocast=False)
         result["heldout_bpb_fp32_32windows"] = bpb32
         log(f"held-out bits per byte (fp32, 32 windows): {bpb32:.5f}")
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+    try:
+        result["long_windows"] = long_window_bpb(model, moby, device)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+    try:
+        result["head_memories_moby"] = measured_memories(model, moby, device)
     except Exception:  # noqa: BLE001
         traceback.print_exc()
 
@@ -488,6 +718,66 @@ def evaluate(name, path, moby, device):
     except Exception:  # noqa: BLE001
         traceback.print_exc()
     return result
+
+
+def long_window_bpb(model, moby, device):
+    """Bits per byte over 2 windows of LONG_SEQ + 1 bytes (placed as `replayssm run` places
+    them), averaged over the predictions at positions 1024..8191 and 8192..16383."""
+    import torch
+    import torch.nn.functional as F
+
+    starts, windows = heldout_windows(moby, 2, LONG_SEQ)
+    nll = []
+    with torch.no_grad():
+        for w in windows:
+            ids = torch.tensor(list(w), dtype=torch.long, device=device).view(1, -1)
+            logits = model(input_ids=ids[:, :-1], use_cache=False).logits[0].float()
+            nll.append(F.cross_entropy(logits, ids[0, 1:], reduction="none").double().cpu())
+    nll = torch.stack(nll) / math.log(2)                  # [2][LONG_SEQ] bits
+    out = {"starts": starts,
+           "bpb_1024_8191": float(nll[:, 1024:8192].mean()),
+           "bpb_8192_16383": float(nll[:, 8192:16384].mean()),
+           "bpb_all": float(nll.mean())}
+    out["degradation"] = out["bpb_8192_16383"] - out["bpb_1024_8191"]
+    log(f"2 x {LONG_SEQ}: bits per byte 1024..8191 {out['bpb_1024_8191']:.5f}, 8192..16383 "
+        f"{out['bpb_8192_16383']:.5f} (difference {out['degradation']:+.5f})")
+    return out
+
+
+def measured_memories(model, moby, device, n=1024):
+    """Each SSM head's memory on Moby-Dick text: the mean of its log-decay per token over the
+    first n bytes of the first held-out window, memory 1 / (1 - exp(mean))."""
+    import torch
+    import torch.nn.functional as F
+
+    layers = ssm_layers(model)
+    caught = {}
+    hooks = []
+    for li, (kind, m) in enumerate(layers):
+        mod = m.in_proj_a if kind == "gdn" else m.in_proj
+        hooks.append(mod.register_forward_hook(
+            lambda mod, inp, out, li=li: caught.__setitem__(li, out.detach().float())))
+    ids = torch.tensor(list(moby[:n]), dtype=torch.long, device=device).view(1, -1)
+    try:
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=False)
+    finally:
+        for h in hooks:
+            h.remove()
+    rows = []
+    for li, (kind, m) in enumerate(layers):
+        out = caught[li][0]                                # [n][width]
+        nh = m.num_v_heads if kind == "gdn" else m.num_heads
+        raw = out if kind == "gdn" else out[:, -nh:]       # a (GDN) or dt before softplus
+        rate = torch.exp(m.A_log.float()) * F.softplus(raw + m.dt_bias.float())  # [n][nh]
+        mean_log = (-rate).mean(0)
+        for h in range(nh):
+            g = float(mean_log[h].detach())
+            rows.append({"layer": li, "kind": kind, "head": h, "mean_log_decay": g,
+                         "memory": float("inf") if g == 0 else 1.0 / -math.expm1(g)})
+    log("memories on Moby-Dick (tokens): " + ", ".join(
+        f"L{r['layer']}h{r['head']} {r['memory']:.3g}" for r in rows))
+    return rows
 
 
 def write_rest(work, out, name, result, rows):

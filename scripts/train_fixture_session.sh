@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Trains both fixture models at once on one GPU machine (docs/trained-models.md), as one device
+# call: a 12-second smoke run of each model first (the whole pipeline: design, training, bf16
+# checkpoint, evaluation), then the real runs. Needs .corpus/ (scripts/fetch_corpus.sh) and
+# data/moby-dick.txt (scripts/fetch_data.sh) in the working tree.
+#   OUT            folder for the results (default: ./train-out)
+#   TRAIN_SECONDS  training budget of each model (default: 470, so that the call fits 10 min)
+# Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-./train-out}
+TRAIN_SECONDS=${TRAIN_SECONDS:-470}
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+mkdir -p "$OUT" /tmp/rssm-logs
+MODELS=(qwen35-gdn-tiny nemotronh-m2-tiny)
+
+# run_both SECONDS OUTDIR WORKDIR TAG: trains both models concurrently; fails if either did.
+run_both() {
+  local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 m
+  for m in "${MODELS[@]}"; do
+    python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
+      --out "$out" --work "$work" >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { echo "train_session: $tag ${MODELS[$i]} failed"; rc=1; }
+    grep -q '\] result: ' "/tmp/rssm-logs/$tag-${MODELS[$i]}.log" || rc=1
+    tail -n 25 "/tmp/rssm-logs/$tag-${MODELS[$i]}.log" | cut -c1-300
+  done
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+if ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
+  tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
+  echo "train_session: smoke run failed; no real run"
+  exit 1
+fi
+echo "train_session: smoke runs passed; training ${TRAIN_SECONDS} s each"
+run_both "$TRAIN_SECONDS" "$OUT" /tmp/rssm-train full
+rc=$?
+tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
+ls -la "$OUT"
+exit $rc
