@@ -21,13 +21,7 @@
 
 #include "quant/format.h"
 
-#ifndef RSSM_HD
-#ifdef __CUDACC__
-#define RSSM_HD __host__ __device__ static inline
-#else
-#define RSSM_HD static inline
-#endif
-#endif
+#include "quant/rssm_hd.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Bit casts and exact powers of two

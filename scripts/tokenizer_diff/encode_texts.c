@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "src/tokens/bpe.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 int main(int argc, char **argv) {
   char err[1024]; bpe_tokenizer *t; unsigned char *buf; int64_t len;
   if (bpe_load(argv[1], &t, err, sizeof err)) { puts(err); return 2; }

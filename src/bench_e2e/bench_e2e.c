@@ -26,7 +26,8 @@
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
+#include "src/io/parse_num.h"
 #include "src/io/status.h"
 #include "src/model/model.h"
 #include "src/model/model_random.h"
@@ -42,7 +43,7 @@
 
 #define CMD "bench e2e"
 #define USAGE                                                                                  \
-  "replayssm bench e2e (--model DIR | --shape qwen3.5-4b|nemotron-3-nano-4b|DIR) "            \
+  "bench e2e (--model DIR | --shape qwen3.5-4b|nemotron-3-nano-4b|DIR) "            \
   "[--streams K1,K2,..] [--configs 'CFG;CFG;..']... [--steps N] [--warmup W] [--block B] "    \
   "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--profile on|off] [--seed S] "        \
   "[--threads N] "                                                                             \
@@ -53,122 +54,87 @@
 #define MAX_STREAMS 16
 #define MAX_CFG 16
 
-static void print_help(void) {
-  printf("usage: " USAGE "\n"
-         "\n"
-         "Teacher-forced decoding throughput of the GPU runtime (docs/gpu-runtime.md).\n"
-         "\n"
-         "  --model DIR     a Hugging Face model directory (config.json + safetensors)\n"
-         "  --shape S       random weights (src/model/model_random.h) at the shape of\n"
-         "                  bench/configs/S/config.json (qwen3.5-4b, nemotron-3-nano-4b; paths\n"
-         "                  relative to the working directory) or of DIR/config.json\n"
-         "  --streams LIST  token streams K per batch, comma separated (default 16,64)\n"
-         "  --configs SET   one batch's configurations, ';' separated (SPEC 6 strings, no spec);\n"
-         "                  repeat for more sets. Rows R = C x K. Default: 'conventional\n"
-         "                  state=fp32' and, with --model, also 'conventional state=fp32;replay\n"
-         "                  L=16 ckpt=fp32'\n"
-         "  --steps N       timed steps (default 64), in blocks of --block B (default 8);\n"
-         "                  the reported time per step is the median over blocks\n"
-         "  --warmup W      untimed steps first (default 8; the first captures the CUDA Graph)\n"
-         "  --gemm P        fp32 (default): fp32 weights, cublasSgemm without TF32; bf16: bf16\n"
-         "                  weights, activations rounded to bf16 at GEMM input, fp32\n"
-         "                  accumulation and output (bf16 GEMMs available: mc_gemm_prec);\n"
-         "                  'fp32,bf16' measures both with one model\n"
-         "  --graph on|off  replay each step from a CUDA Graph (default on)\n"
-         "  --micro on|off  also time the step's GEMMs and SSM engine alone (default: on with\n"
-         "                  --shape, off with --model)\n"
-         "  --profile on|off  then run the batch again for up to 8 launched steps with\n"
-         "                  RSSM_CUDA_PROFILE=1: GPU time per block on stderr (default off)\n"
-         "  --seed S        seed of the random weights and tokens (default 1)\n"
-         "  --threads N     threads filling random weights (default: all cores)\n"
-         "  --label NAME    model name in the output (default: the directory or shape name)\n"
-         "  --out FILE      append one CSV row per batch (header when the file is new)\n"
-         "  --transformers PYTHON  with --model: afterwards, in the same call, time transformers'\n"
-         "                  own cached decoding of the same model, K and steps with\n"
-         "                  PYTHON bench/transformers_decode.py (--transformers-script FILE),\n"
-         "                  print the speed-ups and fill the CSV's transformers columns; its\n"
-         "                  JSON is kept in --transformers-json FILE when given\n"
-         "  --dry-run       print the byte model of every batch from the config alone (no\n"
-         "                  device, no weights) and exit\n"
-         "\n"
-         "streams/s = R x steps / seconds: every row (stream x configuration) decodes one token\n"
-         "per step. Byte model per step: weights (as stored for the GEMMs) + SSM state read and\n"
-         "write in each configuration's format + conv windows + K/V read up to the position;\n"
-         "fraction = (bytes / copy bandwidth) / time per step, the copy bandwidth being\n"
-         "2 x bytes / time of a device-to-device cudaMemcpy of 1 GiB measured in this process.\n"
-         "exit status: 0 ok, 2 bad usage or no CUDA device, 1 CUDA or I/O failure\n");
-}
-
 typedef struct {
   const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *profile,
       *seed, *transformers, *hf_script, *hf_json,
       *threads, *label, *out;
   const char *sets[MAX_SETS];
-  int nsets, help, dry_run;
+  int nsets, dry_run;
 } bench_args;
 
-static int parse_args(int argc, char **argv, bench_args *a) {
+#define STR_OPT(opt, field, m, text) \
+  {.name = opt, .type = CLI_STR, .dest = &a->field, .meta = m, .flags = CLI_ONCE, .help = text}
+
+/* Returns 0 to go on, or the exit status with *done set (0 after --help, 2 after a message). */
+static int parse_args(int argc, char **argv, bench_args *a, int *done) {
   memset(a, 0, sizeof *a);
-  struct {
-    const char *name;
-    const char **slot;
-  } opts[] = {{"--model", &a->model_dir}, {"--shape", &a->shape},     {"--streams", &a->streams},
-              {"--steps", &a->steps},     {"--warmup", &a->warmup},   {"--block", &a->block},
-              {"--gemm", &a->gemm},       {"--graph", &a->graph},     {"--micro", &a->micro},
-              {"--profile", &a->profile}, {"--transformers", &a->transformers},
-              {"--transformers-script", &a->hf_script}, {"--transformers-json", &a->hf_json},
-              {"--seed", &a->seed},       {"--threads", &a->threads}, {"--label", &a->label},
-              {"--out", &a->out}};
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      a->help = 1;
-      continue;
-    }
-    if (strcmp(arg, "--dry-run") == 0) {
-      a->dry_run = 1;
-      continue;
-    }
-    const char *v;
-    int r = cli_option_value(argc, argv, &i, "--configs", &v);
-    if (r < 0) {
-      cli_error(CMD, "option --configs needs a value (usage: " USAGE ")");
-      return 2;
-    }
-    if (r > 0) {
-      if (a->nsets == MAX_SETS) {
-        cli_error(CMD, "more than %d --configs sets", MAX_SETS);
-        return 2;
-      }
-      a->sets[a->nsets++] = v;
-      continue;
-    }
-    int matched = 0;
-    for (size_t o = 0; o < sizeof opts / sizeof opts[0] && !matched; o++) {
-      r = cli_option_value(argc, argv, &i, opts[o].name, &v);
-      if (r == 0) continue;
-      if (r < 0) {
-        cli_error(CMD, "option %s needs a value (usage: " USAGE ")", arg);
-        return 2;
-      }
-      if (*opts[o].slot) {
-        cli_error(CMD, "%s given twice (usage: " USAGE ")", opts[o].name);
-        return 2;
-      }
-      *opts[o].slot = v;
-      matched = 1;
-    }
-    if (!matched) {
-      cli_error(CMD, "unknown argument '%s' (usage: " USAGE ")", arg);
-      return 2;
-    }
-  }
-  return 0;
+  const cli_opt opts[] = {
+      STR_OPT("--model", model_dir, "DIR", "a Hugging Face model directory (config.json + safetensors)"),
+      STR_OPT("--shape", shape, "S",
+              "random weights (src/model/model_random.h) at the shape of\n"
+              "data/shapes/S/config.json (qwen3.5-4b, nemotron-3-nano-4b; paths\n"
+              "relative to the working directory) or of DIR/config.json"),
+      STR_OPT("--streams", streams, "LIST", "token streams K per batch, comma separated (default 16,64)"),
+      {.name = "--configs", .type = CLI_LIST, .dest = a->sets, .meta = "SET", .max = MAX_SETS,
+       .count = &a->nsets,
+       .help = "one batch's configurations, ';' separated (SPEC 6 strings, no spec);\n"
+               "repeat for more sets. Rows R = C x K. Default: 'conventional\n"
+               "state=fp32' and, with --model, also 'conventional state=fp32;replay\n"
+               "L=16 ckpt=fp32'"},
+      STR_OPT("--steps", steps, "N",
+              "timed steps (default 64), in blocks of --block B (default 8);\n"
+              "the reported time per step is the median over blocks"),
+      STR_OPT("--warmup", warmup, "W", "untimed steps first (default 8; the first captures the CUDA Graph)"),
+      STR_OPT("--block", block, "B", "timed steps per measured block (default 8)"),
+      STR_OPT("--gemm", gemm, "P",
+              "fp32 (default): fp32 weights, cublasSgemm without TF32; bf16: bf16\n"
+              "weights, activations rounded to bf16 at GEMM input, fp32\n"
+              "accumulation and output (bf16 GEMMs available: mc_gemm_prec);\n"
+              "'fp32,bf16' measures both with one model"),
+      STR_OPT("--graph", graph, "on|off", "replay each step from a CUDA Graph (default on)"),
+      STR_OPT("--micro", micro, "on|off",
+              "also time the step's GEMMs and SSM engine alone (default: on with\n"
+              "--shape, off with --model)"),
+      STR_OPT("--profile", profile, "on|off",
+              "then run the batch again for up to 8 launched steps with\n"
+              "RSSM_CUDA_PROFILE=1: GPU time per block on stderr (default off)"),
+      STR_OPT("--transformers", transformers, "PYTHON",
+              "with --model: afterwards, in the same call, time transformers'\n"
+              "own cached decoding of the same model, K and steps with PYTHON\n"
+              "scripts/bench/transformers_decode.py, print the speed-ups and fill\n"
+              "the CSV's transformers columns"),
+      STR_OPT("--transformers-script", hf_script, "FILE",
+              "the script --transformers runs (default scripts/bench/transformers_decode.py)"),
+      STR_OPT("--transformers-json", hf_json, "FILE", "keep the transformers timings' JSON here"),
+      STR_OPT("--seed", seed, "S", "seed of the random weights and tokens (default 1)"),
+      STR_OPT("--threads", threads, "N", "threads filling random weights (default: all cores)"),
+      STR_OPT("--label", label, "NAME", "model name in the output (default: the directory or shape name)"),
+      STR_OPT("--out", out, "FILE", "append one CSV row per batch (header when the file is new)"),
+      {.name = "--dry-run", .type = CLI_FLAG, .dest = &a->dry_run,
+       .help = "print the byte model of every batch from the config alone (no\n"
+               "device, no weights) and exit"},
+  };
+  const cli_spec spec = {
+      .cmd = CMD,
+      .usage = USAGE,
+      .about = "Teacher-forced decoding throughput of the GPU runtime (docs/gpu-runtime.md).",
+      .epilog =
+          "streams/s = R x steps / seconds: every row (stream x configuration) decodes one token\n"
+          "per step. Byte model per step: weights (as stored for the GEMMs) + SSM state read and\n"
+          "write in each configuration's format + conv windows + K/V read up to the position;\n"
+          "fraction = (bytes / copy bandwidth) / time per step, the copy bandwidth being\n"
+          "2 x bytes / time of a device-to-device cudaMemcpy of 1 GiB measured in this process.\n"
+          "exit status: 0 ok, 2 bad usage or no CUDA device, 1 CUDA or I/O failure",
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
+  };
+  return cli_parse_or_help(&spec, argc, argv, done);
 }
+#undef STR_OPT
 
 static int parse_count(const char *text, const char *what, int64_t lo, int64_t hi, int64_t *out) {
   uint64_t u = 0;
-  if (cli_parse_u64(text, &u) != 0 || u < (uint64_t)lo || u > (uint64_t)hi) {
+  if (rssm_parse_u64(text, &u) != 0 || u < (uint64_t)lo || u > (uint64_t)hi) {
     cli_error(CMD, "%s '%s' (expected an integer in [%" PRId64 ", %" PRId64 "])", what, text, lo,
               hi);
     return -1;
@@ -708,7 +674,7 @@ static int run_transformers(const char *py, const char *script, const char *dir,
   free(text);
   const cJSON *runs = root ? cJSON_GetObjectItemCaseSensitive(root, "runs") : NULL;
   if (!cJSON_IsArray(runs)) {
-    cli_error(CMD, "--transformers: %s: not the JSON of bench/transformers_decode.py", json);
+    cli_error(CMD, "--transformers: %s: not the JSON of scripts/bench/transformers_decode.py", json);
     cJSON_Delete(root);
     return -1;
   }
@@ -727,14 +693,11 @@ static int run_transformers(const char *py, const char *script, const char *dir,
 
 int bench_e2e_main(int argc, char **argv) {
   bench_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc;
-  if (a.help) {
-    print_help();
-    return 0;
-  }
+  int done;
+  int rc = parse_args(argc, argv, &a, &done);
+  if (done) return rc;
   if (!a.model_dir == !a.shape) {
-    cli_error(CMD, "give exactly one of --model DIR and --shape S (usage: " USAGE ")");
+    cli_error(CMD, "give exactly one of --model DIR and --shape S (usage: replayssm " USAGE ")");
     return 2;
   }
   run_opts o;
@@ -749,7 +712,7 @@ int bench_e2e_main(int argc, char **argv) {
   if (a.warmup && parse_count(a.warmup, "--warmup", 1, 1 << 24, &o.warmup)) return 2;
   if (a.block && parse_count(a.block, "--block", 1, 1 << 20, &o.block)) return 2;
   if (o.block > o.steps) o.block = o.steps;
-  if (a.seed && cli_parse_u64(a.seed, &o.seed) != 0) {
+  if (a.seed && rssm_parse_u64(a.seed, &o.seed) != 0) {
     cli_error(CMD, "--seed '%s' (expected an unsigned integer)", a.seed);
     return 2;
   }
@@ -762,7 +725,7 @@ int bench_e2e_main(int argc, char **argv) {
       parse_onoff(a.micro, "--micro", a.shape != NULL, &o.micro) ||
       parse_onoff(a.profile, "--profile", 0, &o.profile))
     return 2;
-  const char *hf_script = a.hf_script ? a.hf_script : "bench/transformers_decode.py";
+  const char *hf_script = a.hf_script ? a.hf_script : "scripts/bench/transformers_decode.py";
   if ((a.hf_script || a.hf_json) && !a.transformers) {
     cli_error(CMD, "--transformers-script and --transformers-json need --transformers PYTHON");
     return 2;
@@ -832,7 +795,7 @@ int bench_e2e_main(int argc, char **argv) {
     int is_known = 0;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
       if (strcmp(a.shape, known[i]) == 0) is_known = 1;
-    snprintf(shape_dir, sizeof shape_dir, is_known ? "bench/configs/%s" : "%s", a.shape);
+    snprintf(shape_dir, sizeof shape_dir, is_known ? "data/shapes/%s" : "%s", a.shape);
     o.label = a.label ? a.label : base_name(shape_dir);
   }
   if (o.dry_run) { /* the byte model from the config alone, no device */

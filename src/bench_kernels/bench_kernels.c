@@ -42,13 +42,13 @@
 #include "quant/format.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
 #define USAGE                                                                                   \
-  "replayssm bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
+  "bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
   "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
   "                        [--kernels v2|legacy] [--out FILE.csv|FILE.json]"
 
@@ -889,35 +889,6 @@ static int write_results(const char *path, const results *rs, const char *device
  * Command line
  * --------------------------------------------------------------------------------------------- */
 
-static void print_help(void) {
-  printf("usage: " USAGE "\n"
-         "\n"
-         "Times the GPU SSM kernels (src/ssm_cuda) on the paper's four shapes: nano\n"
-         "(Nemotron-3-Nano-4B, Mamba-2 H=96 dv=80 dk=128 G=8), super (Nemotron-3-Super-120B,\n"
-         "128/64/128/8), qwen4b (Qwen3.5-4B, GDN Hv=32 Hk=16 dv=dk=128), qwen122b (Qwen3.5-122B,\n"
-         "Hv=64). Every timed configuration is first checked bit for bit against the CPU engine on a\n"
-         "small batch of desynchronised rows; a failed check is reported and that configuration is\n"
-         "not timed. Times are medians of CUDA-event timings of graph replays after warm-up, with\n"
-         "enough state copies in rotation to exceed 2.5 x L2. docs/bench-kernels.md has the method\n"
-         "and the byte model.\n"
-         "\n"
-         "  --shapes LIST    nano,super,qwen4b,qwen122b (default all)\n"
-         "  --batches LIST   batch sizes of the standard-decoding sweep (default\n"
-         "                   1,2,4,8,16,32,64,128,256,512)\n"
-         "  --parts LIST     std,window,spec,lp,skip (default all)\n"
-         "  --iters N        timed replays per measurement (default 15)\n"
-         "  --warmup N       untimed replays first (default 3)\n"
-         "  --check-batch N  rows of each bit-identity check (default 6)\n"
-         "  --skip-threshold X  Appendix F decay threshold (default 1e-3)\n"
-         "  --quick          batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays\n"
-         "  --kernels K      v2 (default) or legacy: the engine's kernel version (sets\n"
-         "                   RSSM_SSM_KERNELS; docs/ssm-cuda.md, \"Kernel versions\")\n"
-         "  --out FILE       every measurement as CSV, or JSON when FILE ends in .json\n"
-         "\n"
-         "Exit status: 0 ran and every check passed; 1 a check failed or a CUDA error; 2 bad\n"
-         "usage, a build without CUDA, or no CUDA device.\n");
-}
-
 static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   static const int def_b[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
@@ -942,35 +913,48 @@ static int parse_args(int argc, char **argv, options *o) {
   const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
   const char *env = getenv("RSSM_SSM_KERNELS");
   o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : "v2";
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int m;
-    if (strcmp(argv[i], "--quick") == 0) {
-      o->quick = 1;
-      continue;
-    }
-#define OPT(name, dst)                                                  \
-  if ((m = cli_option_value(argc, argv, &i, name, &v)) != 0) {          \
-    if (m < 0) {                                                        \
-      cli_error(CMD, "%s needs a value (see --help)", name);            \
-      return 2;                                                         \
-    }                                                                   \
-    dst = v;                                                            \
-    continue;                                                           \
-  }
-    OPT("--shapes", shapes)
-    OPT("--batches", batches)
-    OPT("--parts", parts)
-    OPT("--iters", iters)
-    OPT("--warmup", warm)
-    OPT("--check-batch", cb)
-    OPT("--skip-threshold", thr)
-    OPT("--out", o->out)
-    OPT("--kernels", o->kernels)
-#undef OPT
-    cli_error(CMD, "unknown argument '%s' (see replayssm bench kernels --help)", argv[i]);
-    return 2;
-  }
+  const cli_opt opts[] = {
+      {.name = "--shapes", .type = CLI_STR, .dest = &shapes, .meta = "LIST",
+       .def = "all", .help = "nano,super,qwen4b,qwen122b"},
+      {.name = "--batches", .type = CLI_STR, .dest = &batches, .meta = "LIST",
+       .def = "1,2,4,8,16,32,64,128,256,512", .help = "batch sizes of the standard-decoding sweep"},
+      {.name = "--parts", .type = CLI_STR, .dest = &parts, .meta = "LIST", .def = "all",
+       .help = "std,window,spec,lp,skip"},
+      {.name = "--iters", .type = CLI_STR, .dest = &iters, .meta = "N", .def = "15",
+       .help = "timed replays per measurement"},
+      {.name = "--warmup", .type = CLI_STR, .dest = &warm, .meta = "N", .def = "3",
+       .help = "untimed replays first"},
+      {.name = "--check-batch", .type = CLI_STR, .dest = &cb, .meta = "N", .def = "6",
+       .help = "rows of each bit-identity check"},
+      {.name = "--skip-threshold", .type = CLI_STR, .dest = &thr, .meta = "X", .def = "1e-3",
+       .help = "Appendix F decay threshold"},
+      {.name = "--quick", .type = CLI_FLAG, .dest = &o->quick,
+       .help = "batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays"},
+      {.name = "--kernels", .type = CLI_STR, .dest = &o->kernels, .meta = "K", .def = "v2",
+       .help = "v2 or legacy: the engine's kernel version (sets RSSM_SSM_KERNELS;\n"
+               "docs/ssm-cuda.md, \"Kernel versions\")"},
+      {.name = "--out", .type = CLI_STR, .dest = &o->out, .meta = "FILE",
+       .help = "every measurement as CSV, or JSON when FILE ends in .json"},
+  };
+  const cli_spec spec = {
+      .cmd = CMD,
+      .usage = USAGE,
+      .about = "Times the GPU SSM kernels (src/ssm_cuda) on the paper's four shapes: nano\n"
+               "(Nemotron-3-Nano-4B, Mamba-2 H=96 dv=80 dk=128 G=8), super (Nemotron-3-Super-120B,\n"
+               "128/64/128/8), qwen4b (Qwen3.5-4B, GDN Hv=32 Hk=16 dv=dk=128), qwen122b (Qwen3.5-122B,\n"
+               "Hv=64). Every timed configuration is first checked bit for bit against the CPU engine on a\n"
+               "small batch of desynchronised rows; a failed check is reported and that configuration is\n"
+               "not timed. Times are medians of CUDA-event timings of graph replays after warm-up, with\n"
+               "enough state copies in rotation to exceed 2.5 x L2. docs/bench-kernels.md has the method\n"
+               "and the byte model.",
+      .epilog = "Exit status: 0 ran and every check passed; 1 a check failed or a CUDA error; 2 bad\n"
+                "usage, a build without CUDA, or no CUDA device.",
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
+  };
+  int done;
+  int prc = cli_parse_or_help(&spec, argc, argv, &done);
+  if (done) return prc == 0 ? -1 : prc; /* -1: --help was answered */
   if (o->quick) {
     o->nbatches = 2;
     o->batches[0] = 1;
@@ -1079,15 +1063,11 @@ static int parse_args(int argc, char **argv, options *o) {
 }
 
 int bench_kernels_main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      print_help();
-      return 0;
-    }
   /* line-buffered, so that a run stopped by a time limit keeps every finished line */
   setvbuf(stdout, NULL, _IOLBF, 0);
   options o;
   int rc = parse_args(argc, argv, &o);
+  if (rc < 0) return 0; /* --help */
   if (rc != 0) return rc;
   /* ssm_cuda_build reads the kernel version from the environment */
   if (setenv("RSSM_SSM_KERNELS", o.kernels, 1) != 0) {

@@ -12,104 +12,80 @@
 
 #include "quant/format.h"
 #include "quant/quant.h"
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/io/npy.h"
+#include "src/io/parse_num.h"
 
-#define USAGE "replayssm quant --format FORMAT[@B][/rtn|/sr] [--seed S] IN.npy OUT.npy"
+#define USAGE "quant --format FORMAT[@B][/rtn|/sr] [--seed S] IN.npy OUT.npy"
 
-static void print_help(void) {
-  printf("usage: " USAGE "\n"
-         "\n"
-         "Fake-quantise a float32 .npy array (SPEC section 3) and write the float32 result with\n"
-         "the same shape. The last two axes are one matrix [dv][dk], scale blocks run along the\n"
-         "last axis; a 1-D array is one row; leading axes index matrices.\n"
-         "\n"
-         "  --format F   FORMAT[@BLOCK][/rtn|/sr]: round to nearest (default) or stochastically\n"
-         "  --seed S     seed of stochastic rounding, decimal or 0x-hex uint64 (default 0)\n"
-         "\n"
-         "formats (default block size):");
-  for (int k = 0; k < QF_COUNT; k++) {
+/* The formats with their default block sizes, for --help. */
+static void format_list(char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "formats (default block size):");
+  for (int k = 0; k < QF_COUNT && n < len; k++) {
     int b = qformat_default_block((qformat_kind)k);
-    if (b)
-      printf(" %s@%d", qformat_kind_name((qformat_kind)k), b);
-    else
-      printf(" %s", qformat_kind_name((qformat_kind)k));
+    const char *name = qformat_kind_name((qformat_kind)k);
+    n += (size_t)(b ? snprintf(buf + n, len - n, " %s@%d", name, b)
+                    : snprintf(buf + n, len - n, " %s", name));
   }
-  printf("\n\nexample: replayssm quant --format nvfp4/sr --seed 7 state.npy state_q.npy\n");
+  if (n < len)
+    snprintf(buf + n, len - n,
+             "\n\nexample: replayssm quant --format nvfp4/sr --seed 7 state.npy state_q.npy");
 }
 
 typedef struct {
   const char *format, *seed_text, *in, *out;
-  int help;
 } quant_args;
 
-/* Returns 0, or 2 after printing the reason. */
-static int parse_args(int argc, char **argv, quant_args *a) {
+/* Returns 0 to go on, or the exit status with *done set (0 after --help, 2 after a message). */
+static int parse_args(int argc, char **argv, quant_args *a, int *done) {
   memset(a, 0, sizeof *a);
-  int only_positional = 0;
   const char *pos[2];
   int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *v;
-    int r;
-    if (!only_positional && arg[0] == '-' && arg[1] != '\0') {
-      if (strcmp(arg, "--") == 0) {
-        only_positional = 1;
-      } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-        a->help = 1;
-      } else if ((r = cli_option_value(argc, argv, &i, "--format", &v)) != 0) {
-        if (r < 0) goto missing_value;
-        if (a->format) {
-          cli_error("quant", "--format given twice (usage: " USAGE ")");
-          return 2;
-        }
-        a->format = v;
-      } else if ((r = cli_option_value(argc, argv, &i, "--seed", &v)) != 0) {
-        if (r < 0) goto missing_value;
-        if (a->seed_text) {
-          cli_error("quant", "--seed given twice (usage: " USAGE ")");
-          return 2;
-        }
-        a->seed_text = v;
-      } else {
-        cli_error("quant", "unknown option '%s' (usage: " USAGE ")", arg);
-        return 2;
-      }
-      continue;
-    missing_value:
-      cli_error("quant", "option %s needs a value (usage: " USAGE ")", arg);
-      return 2;
-    }
-    if (npos == 2) {
-      cli_error("quant", "unexpected extra argument '%s' (usage: " USAGE ")", arg);
-      return 2;
-    }
-    pos[npos++] = arg;
-  }
-  if (a->help) return 0;
+  char epilog[512];
+  format_list(epilog, sizeof epilog);
+  const cli_opt opts[] = {
+      {.name = "--format", .type = CLI_STR, .dest = &a->format, .meta = "F", .flags = CLI_ONCE,
+       .help = "FORMAT[@BLOCK][/rtn|/sr]: round to nearest (default) or stochastically"},
+      {.name = "--seed", .type = CLI_STR, .dest = &a->seed_text, .meta = "S", .flags = CLI_ONCE,
+       .def = "0", .help = "seed of stochastic rounding, decimal or 0x-hex uint64"},
+  };
+  const cli_spec spec = {
+      .cmd = "quant",
+      .usage = USAGE,
+      .about = "Fake-quantise a float32 .npy array (SPEC section 3) and write the float32 result with\n"
+               "the same shape. The last two axes are one matrix [dv][dk], scale blocks run along the\n"
+               "last axis; a 1-D array is one row; leading axes index matrices.",
+      .epilog = epilog,
+      .opts = opts,
+      .nopts = 2,
+      .operands = pos,
+      .max_operands = 2,
+      .noperands = &npos,
+      .dashdash = 1,
+  };
+  int rc = cli_parse_or_help(&spec, argc, argv, done);
+  if (*done) return rc;
+  *done = 1;
   if (!a->format) {
-    cli_error("quant", "missing --format (usage: " USAGE ")");
+    cli_error("quant", "missing --format (usage: replayssm " USAGE ")");
     return 2;
   }
   if (npos < 2) {
-    cli_error("quant", "missing %s (usage: " USAGE ")", npos == 0 ? "IN.npy and OUT.npy" : "OUT.npy");
+    cli_error("quant", "missing %s (usage: replayssm " USAGE ")", npos == 0 ? "IN.npy and OUT.npy" : "OUT.npy");
     return 2;
   }
   a->in = pos[0];
   a->out = pos[1];
+  *done = 0;
   return 0;
 }
 
 int cmd_quant(int argc, char **argv) {
   quant_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc != 0) return rc;
-  if (a.help) {
-    print_help();
-    return 0;
-  }
+  int done;
+  int rc = parse_args(argc, argv, &a, &done);
+  if (done) return rc;
 
   char err[1024];
   qformat fmt;
@@ -118,7 +94,7 @@ int cmd_quant(int argc, char **argv) {
     return 2;
   }
   uint64_t seed = 0;
-  if (a.seed_text && cli_parse_u64(a.seed_text, &seed) != 0) {
+  if (a.seed_text && rssm_parse_u64(a.seed_text, &seed) != 0) {
     cli_error("quant", "--seed '%s': expected a decimal or 0x-hex integer in [0, 2^64)",
               a.seed_text);
     return 2;

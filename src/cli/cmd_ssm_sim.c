@@ -6,156 +6,102 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/sim/sim_h5.h"
 #include "src/sim/sim_summary.h"
 #include "src/sim/ssm_sim.h"
 
 #define USAGE                                                                                   \
-  "replayssm ssm-sim --kind mamba2|gdn --config STR [--config STR ...] --out FILE.h5\n"         \
+  "ssm-sim --kind mamba2|gdn --config STR [--config STR ...] --out FILE.h5\n"         \
   "                  [--heads H] [--groups G] [--dv N] [--dk N] [--steps N] [--decay A:B]\n"    \
   "                  [--beta A:B] [--seed S] [--force]"
 
 #define MAX_CONFIGS 64
 
-static void print_help(void) {
-  printf("usage: " USAGE "\n"
-         "\n"
-         "Drive one Mamba-2 or Gated DeltaNet layer with random inputs through each configuration\n"
-         "and, in lockstep, through `conventional state=fp32`. Writes per-step relative output\n"
-         "errors and per-store relative checkpoint errors to HDF5 and prints a summary.\n"
-         "\n"
-         "  --kind K      mamba2 or gdn (required)\n"
-         "  --config STR  a configuration string (SPEC section 6), repeatable (at least one)\n"
-         "  --out FILE    HDF5 output; an existing file is kept unless --force\n"
-         "  --heads H     value heads (default 8)      --groups G  key groups (default 2)\n"
-         "  --dv N        head rows (default 64)       --dk N      head columns (default 128)\n"
-         "  --steps N     decode steps (default 4096)\n"
-         "  --decay A:B   per-head decay alpha = 1 - 10^-U(A,B), fixed per head (default 1:4)\n"
-         "  --beta A:B    GDN write strength beta ~ U(A,B) per step (default 0.1:0.9)\n"
-         "  --seed S      seed of inputs and stochastic rounding (default 0)\n"
-         "\n"
-         "example:\n"
-         "  replayssm ssm-sim --kind gdn --decay 3:4 --steps 8192 \\\n"
-         "    --config 'replay L=16 ckpt=nvfp4/sr' --config 'replay L=16 hp=fp32 lp=nvfp4' \\\n"
-         "    --out sim.h5\n");
-}
-
-static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
+/* A range A:B with lo <= A <= B <= hi into double [2] (lo and hi in the text `expected` is
+ * filled with, by the option that uses it). */
+static int parse_range(const char *v, double lo, double hi, double *ab, char *expected, size_t len) {
+  snprintf(expected, len, "a range A:B with %g <= A <= B <= %g", lo, hi);
   char *end;
-  long x = strtol(v, &end, 10);
-  if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
-    cli_error("ssm-sim", "%s '%s' is not an integer in [%ld, %ld]", opt, v, lo, hi);
-    return -1;
-  }
-  *out = x;
-  return 0;
-}
-
-static int parse_range(const char *opt, const char *v, double lo, double hi, double *a, double *b) {
-  char *end;
-  *a = strtod(v, &end);
-  if (end == v || *end != ':') goto bad;
+  ab[0] = strtod(v, &end);
+  if (end == v || *end != ':') return -1;
   const char *w = end + 1;
-  *b = strtod(w, &end);
-  if (end == w || *end != '\0' || !(*a >= lo) || !(*b <= hi) || !(*a <= *b)) goto bad;
+  ab[1] = strtod(w, &end);
+  if (end == w || *end != '\0' || !(ab[0] >= lo) || !(ab[1] <= hi) || !(ab[0] <= ab[1])) return -1;
   return 0;
-bad:
-  cli_error("ssm-sim", "%s '%s' is not a range A:B with %g <= A <= B <= %g", opt, v, lo, hi);
-  return -1;
+}
+static int parse_decay(const char *v, void *dest, char *expected, size_t len) {
+  return parse_range(v, 0.0, 7.0, dest, expected, len);
+}
+static int parse_beta(const char *v, void *dest, char *expected, size_t len) {
+  return parse_range(v, 0.0, 1.0, dest, expected, len);
+}
+static int parse_kind(const char *v, void *dest, char *expected, size_t len) {
+  snprintf(expected, len, "mamba2 or gdn");
+  if (strcmp(v, "mamba2") == 0) *(ssm_kind *)dest = SSM_MAMBA2;
+  else if (strcmp(v, "gdn") == 0) *(ssm_kind *)dest = SSM_GDN;
+  else return -1;
+  return 0;
 }
 
 typedef struct {
   ssm_sim_params p;
   ssm_config configs[MAX_CONFIGS];
+  const char *config_text[MAX_CONFIGS];
   int nconfig;
   const char *out;
-  int force, help;
+  int force;
 } sim_args;
 
-static int parse_args(int argc, char **argv, sim_args *a) {
-  memset(a, 0, sizeof *a);
+/* The option table; values land in a (defaults set by the caller). */
+static int parse_table(int argc, char **argv, sim_args *a, double *decay, double *beta, int *done) {
   ssm_dims *d = &a->p.in.dims;
-  d->kind = (ssm_kind)-1;
-  d->H = 8;
-  d->G = 2;
-  d->dv = 64;
-  d->dk = 128;
-  a->p.steps = 4096;
-  a->p.in.decay_lo = 1.0;
-  a->p.in.decay_hi = 4.0;
-  a->p.in.beta_lo = 0.1;
-  a->p.in.beta_hi = 0.9;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    int r;
-    long x;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      a->help = 1;
-    } else if (strcmp(argv[i], "--force") == 0) {
-      a->force = 1;
-    } else if ((r = cli_option_value(argc, argv, &i, "--kind", &v)) != 0) {
-      if (r < 0) goto missing;
-      if (strcmp(v, "mamba2") == 0) d->kind = SSM_MAMBA2;
-      else if (strcmp(v, "gdn") == 0) d->kind = SSM_GDN;
-      else {
-        cli_error("ssm-sim", "--kind '%s' is unknown (expected mamba2 or gdn)", v);
-        return 2;
-      }
-    } else if ((r = cli_option_value(argc, argv, &i, "--config", &v)) != 0) {
-      if (r < 0) goto missing;
-      if (a->nconfig == MAX_CONFIGS) {
-        cli_error("ssm-sim", "more than %d --config options", MAX_CONFIGS);
-        return 2;
-      }
-      char err[256];
-      if (ssm_config_parse(v, &a->configs[a->nconfig], err, sizeof err) != 0) {
-        cli_error("ssm-sim", "--config '%s': %s", v, err);
-        return 2;
-      }
-      a->nconfig++;
-    } else if ((r = cli_option_value(argc, argv, &i, "--out", &v)) != 0) {
-      if (r < 0) goto missing;
-      a->out = v;
-    } else if ((r = cli_option_value(argc, argv, &i, "--heads", &v)) != 0) {
-      if (r < 0 || parse_int("--heads", v, 1, 4096, &x) != 0) goto bad;
-      d->H = (int)x;
-    } else if ((r = cli_option_value(argc, argv, &i, "--groups", &v)) != 0) {
-      if (r < 0 || parse_int("--groups", v, 1, 4096, &x) != 0) goto bad;
-      d->G = (int)x;
-    } else if ((r = cli_option_value(argc, argv, &i, "--dv", &v)) != 0) {
-      if (r < 0 || parse_int("--dv", v, 1, 65536, &x) != 0) goto bad;
-      d->dv = (int)x;
-    } else if ((r = cli_option_value(argc, argv, &i, "--dk", &v)) != 0) {
-      if (r < 0 || parse_int("--dk", v, 1, 65536, &x) != 0) goto bad;
-      d->dk = (int)x;
-    } else if ((r = cli_option_value(argc, argv, &i, "--steps", &v)) != 0) {
-      if (r < 0 || parse_int("--steps", v, 1, 1L << 30, &x) != 0) goto bad;
-      a->p.steps = x;
-    } else if ((r = cli_option_value(argc, argv, &i, "--decay", &v)) != 0) {
-      if (r < 0 || parse_range("--decay", v, 0.0, 7.0, &a->p.in.decay_lo, &a->p.in.decay_hi) != 0) goto bad;
-    } else if ((r = cli_option_value(argc, argv, &i, "--beta", &v)) != 0) {
-      if (r < 0 || parse_range("--beta", v, 0.0, 1.0, &a->p.in.beta_lo, &a->p.in.beta_hi) != 0) goto bad;
-    } else if ((r = cli_option_value(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0) goto missing;
-      if (cli_parse_u64(v, &a->p.in.seed) != 0) {
-        cli_error("ssm-sim", "--seed '%s' is not a decimal or 0x-hex uint64", v);
-        return 2;
-      }
-    } else {
-      cli_error("ssm-sim", "unknown argument '%s' (usage: see replayssm ssm-sim --help)", argv[i]);
-      return 2;
-    }
-    continue;
-  missing:
-    cli_error("ssm-sim", "option '%s' needs a value (see replayssm ssm-sim --help)", argv[i]);
-    return 2;
-  bad:
-    if (r < 0) cli_error("ssm-sim", "option '%s' needs a value (see replayssm ssm-sim --help)", argv[i]);
-    return 2;
-  }
-  if (a->help) return 0;
+  const cli_opt opts[] = {
+      {.name = "--kind", .type = CLI_CALL, .dest = &d->kind, .meta = "K", .parse = parse_kind,
+       .help = "mamba2 or gdn (required)"},
+      {.name = "--config", .type = CLI_LIST, .dest = a->config_text, .meta = "STR",
+       .max = MAX_CONFIGS, .count = &a->nconfig,
+       .help = "a configuration string (SPEC section 6), repeatable (at least one)"},
+      {.name = "--out", .type = CLI_STR, .dest = &a->out, .meta = "FILE",
+       .help = "HDF5 output; an existing file is kept unless --force"},
+      {.name = "--heads", .type = CLI_INT, .dest = &d->H, .meta = "H", .lo = 1, .hi = 4096,
+       .flags = CLI_STRTOL, .def = "8", .help = "value heads"},
+      {.name = "--groups", .type = CLI_INT, .dest = &d->G, .meta = "G", .lo = 1, .hi = 4096,
+       .flags = CLI_STRTOL, .def = "2", .help = "key groups"},
+      {.name = "--dv", .type = CLI_INT, .dest = &d->dv, .meta = "N", .lo = 1, .hi = 65536,
+       .flags = CLI_STRTOL, .def = "64", .help = "head rows"},
+      {.name = "--dk", .type = CLI_INT, .dest = &d->dk, .meta = "N", .lo = 1, .hi = 65536,
+       .flags = CLI_STRTOL, .def = "128", .help = "head columns"},
+      {.name = "--steps", .type = CLI_I64, .dest = &a->p.steps, .meta = "N", .lo = 1,
+       .hi = 1L << 30, .flags = CLI_STRTOL, .def = "4096", .help = "decode steps"},
+      {.name = "--decay", .type = CLI_CALL, .dest = decay, .meta = "A:B", .parse = parse_decay,
+       .def = "1:4", .help = "per-head decay alpha = 1 - 10^-U(A,B), fixed per head"},
+      {.name = "--beta", .type = CLI_CALL, .dest = beta, .meta = "A:B", .parse = parse_beta,
+       .def = "0.1:0.9", .help = "GDN write strength beta ~ U(A,B) per step"},
+      {.name = "--seed", .type = CLI_U64, .dest = &a->p.in.seed, .meta = "S", .def = "0",
+       .help = "seed of inputs and stochastic rounding"},
+      {.name = "--force", .type = CLI_FLAG, .dest = &a->force, .help = "replace an existing --out"},
+  };
+  const cli_spec spec = {
+      .cmd = "ssm-sim",
+      .usage = USAGE,
+      .about = "Drive one Mamba-2 or Gated DeltaNet layer with random inputs through each configuration\n"
+               "and, in lockstep, through `conventional state=fp32`. Writes per-step relative output\n"
+               "errors and per-store relative checkpoint errors to HDF5 and prints a summary.",
+      .epilog = "example:\n"
+                "  replayssm ssm-sim --kind gdn --decay 3:4 --steps 8192 \\\n"
+                "    --config 'replay L=16 ckpt=nvfp4/sr' --config 'replay L=16 hp=fp32 lp=nvfp4' \\\n"
+                "    --out sim.h5",
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
+  };
+  return cli_parse_or_help(&spec, argc, argv, done);
+}
+
+/* The checks across options, and the configurations parsed. Returns 0 or 2 after a message. */
+static int check_args(sim_args *a) {
+  const ssm_dims *d = &a->p.in.dims;
   if ((int)d->kind < 0) {
     cli_error("ssm-sim", "--kind is required (mamba2 or gdn)");
     return 2;
@@ -163,6 +109,13 @@ static int parse_args(int argc, char **argv, sim_args *a) {
   if (a->nconfig == 0) {
     cli_error("ssm-sim", "at least one --config is required");
     return 2;
+  }
+  for (int i = 0; i < a->nconfig; i++) {
+    char err[256];
+    if (ssm_config_parse(a->config_text[i], &a->configs[i], err, sizeof err) != 0) {
+      cli_error("ssm-sim", "--config '%s': %s", a->config_text[i], err);
+      return 2;
+    }
   }
   if (!a->out) {
     cli_error("ssm-sim", "--out FILE.h5 is required");
@@ -187,6 +140,28 @@ static int parse_args(int argc, char **argv, sim_args *a) {
   return 0;
 }
 
+/* Returns 0 to go on, or the exit status with *done set. */
+static int parse_args(int argc, char **argv, sim_args *a, int *done) {
+  memset(a, 0, sizeof *a);
+  ssm_dims *d = &a->p.in.dims;
+  d->kind = (ssm_kind)-1;
+  d->H = 8;
+  d->G = 2;
+  d->dv = 64;
+  d->dk = 128;
+  a->p.steps = 4096;
+  double decay[2] = {1.0, 4.0}, beta[2] = {0.1, 0.9};
+  int rc = parse_table(argc, argv, a, decay, beta, done);
+  if (*done) return rc;
+  a->p.in.decay_lo = decay[0];
+  a->p.in.decay_hi = decay[1];
+  a->p.in.beta_lo = beta[0];
+  a->p.in.beta_hi = beta[1];
+  rc = check_args(a);
+  *done = rc != 0;
+  return rc;
+}
+
 /* The slower half of the heads (largest alpha), the ones whose error can accumulate. */
 static int slow_heads(const ssm_sim_params *p, int *heads /* [H] */) {
   sim_inputs in;
@@ -204,12 +179,9 @@ static int slow_heads(const ssm_sim_params *p, int *heads /* [H] */) {
 
 int cmd_ssm_sim(int argc, char **argv) {
   static sim_args a; /* large: keep it off the stack */
-  int rc = parse_args(argc, argv, &a);
-  if (rc != 0) return rc;
-  if (a.help) {
-    print_help();
-    return 0;
-  }
+  int stop;
+  int rc = parse_args(argc, argv, &a, &stop);
+  if (stop) return rc;
   if (!a.force && access(a.out, F_OK) == 0) {
     cli_error("ssm-sim", "%s exists (use --force to replace it)", a.out);
     return 2;

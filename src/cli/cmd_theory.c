@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/theory/theory.h"
 #include "src/theory/theory_h5.h"
 #include "src/theory/theory_report.h"
 
 #define USAGE                                                                                    \
-  "replayssm theory [--out FILE.h5] [--formats LIST] [--roundings rtn,sr] [--regimes LIST]\n"    \
+  "theory [--out FILE.h5] [--formats LIST] [--roundings rtn,sr] [--regimes LIST]\n"    \
   "                 [--alpha-min A] [--alpha-max A] [--alphas N] [--steps N] [--horizons K]\n"   \
   "                 [--matrices N] [--dv N] [--dk N] [--L N] [--rho R] [--tol T] [--seed S]\n"  \
   "                 [--verbose] [--force]"
@@ -21,86 +21,18 @@
 #define DEFAULT_FORMATS "bf16,fp16,fp8,fp8_e5m2,int8,nvfp4,mxfp8,mxfp4"
 #define MAX_FORMATS 32
 
-static void print_help(void) {
-  printf("usage: " USAGE "\n"
-         "\n"
-         "Checks the error-propagation model of the paper's Appendix C.6: a stored state's error\n"
-         "D_t = a D_(t-1) + e_t has mean b/(1-a) and variance s2/(1-a^2) when the rounding errors\n"
-         "e_t are independent with mean b and variance s2; a shared replay checkpoint rounds once\n"
-         "per window (a = alpha^L), split precision once in all (D = e). e = Q(S) - S comes from\n"
-         "the real quantisers on realistic state matrices, every element one trial, under three\n"
-         "regimes: iid (a fresh state each step), fixed (the same state each step) and ar1 (a\n"
-         "slowly moving state), and on request closed (the real quantised recurrence, where e\n"
-         "feeds back). Prints one line per format/regime/mode and the verdict; the exit\n"
-         "status is 0 when it ran, whatever the verdict (the test suite asserts the verdict).\n"
-         "\n"
-         "  --out FILE      HDF5 with every comparison (analysis/plot_theory.py plots it)\n"
-         "  --formats LIST  comma-separated formats, FORMAT[@BLOCK][/rtn|/sr] (default\n"
-         "                  " DEFAULT_FORMATS "); without /rtn or /sr each is run with every\n"
-         "                  rounding of --roundings\n"
-         "  --roundings R   rtn, sr or rtn,sr (default rtn,sr)\n"
-         "  --regimes LIST  iid, fixed, ar1, closed (default iid,fixed,ar1; closed runs the\n"
-         "                  real recurrence, one stream per alpha: alphas times the cost)\n"
-         "  --alpha-min A, --alpha-max A, --alphas N\n"
-         "                  N decays with 1 - alpha log-spaced (default 0.9 .. 0.99999, 9)\n"
-         "  --steps N       most steps simulated (default 2048); each run wants\n"
-         "                  horizons/(1 - alpha_max) steps, and alphas it cannot take to\n"
-         "                  stationarity are compared with the exact finite sums (column 'stat')\n"
-         "  --horizons K    e-folds that count as stationary (default 8)\n"
-         "  --matrices N, --dv N, --dk N\n"
-         "                  state matrices per step and their shape (default 64 x 8 x 128); the\n"
-         "                  matrices are the independent batches of the standard errors\n"
-         "  --L N           replay window (default 16)\n"
-         "  --rho R         ar1: per-step correlation of the state (default 0.999)\n"
-         "  --tol T         relative agreement required (default 0.05)\n"
-         "  --seed S        state and stochastic-rounding seed (default 0)\n"
-         "  --verbose       print every comparison, not one line per group\n"
-         "  --force         replace an existing --out file\n"
-         "\n"
-         "example:\n"
-         "  replayssm theory --formats nvfp4,fp8 --regimes iid,fixed --out theory.h5\n");
-}
-
 typedef struct {
   th_params p;
   qformat formats[MAX_FORMATS];
   int nformat;
   int regimes[TH_NREGIME];
   const char *out;
-  int force, help, verbose;
+  int force, verbose;
 } th_args;
 
 static int bad(const char *opt, const char *v, const char *expected) {
   cli_error("theory", "%s '%s' is not valid (expected %s)", opt, v, expected);
   return 2;
-}
-
-static int parse_long(const char *v, long lo, long hi, long *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*v == '\0' || *end != '\0' || x < lo || x > hi) return -1;
-  *out = x;
-  return 0;
-}
-
-/* An integer option in [lo, hi] into *out; returns 0, or the exit status 2 after the message. */
-static int int_opt(const char *opt, const char *v, long lo, long hi, int *out) {
-  long x;
-  char expected[64];
-  if (parse_long(v, lo, hi, &x) != 0) {
-    snprintf(expected, sizeof expected, "an integer in [%ld, %ld]", lo, hi);
-    return bad(opt, v, expected);
-  }
-  *out = (int)x;
-  return 0;
-}
-
-static int parse_double(const char *v, double lo, double hi, double *out) {
-  char *end;
-  double x = strtod(v, &end);
-  if (*v == '\0' || *end != '\0' || !(x >= lo && x <= hi)) return -1;
-  *out = x;
-  return 0;
 }
 
 /* A comma-separated list; each item handed to fn. */
@@ -155,7 +87,82 @@ static int add_regime(const char *item, void *vctx) {
   return 0;
 }
 
-static int parse_args(int argc, char **argv, th_args *a) {
+/* The option table; values land in a and in the caller's locals (defaults set by the caller). */
+typedef struct {
+  double amin, amax;
+  int nalpha;
+  const char *formats, *roundings, *regimes;
+} th_lists;
+
+static int parse_table(int argc, char **argv, th_args *a, th_lists *l, int *done) {
+  th_params *p = &a->p;
+  const cli_opt opts[] = {
+      {.name = "--out", .type = CLI_STR, .dest = &a->out, .meta = "FILE",
+       .help = "HDF5 with every comparison (analysis/plot_theory.py plots it)"},
+      {.name = "--formats", .type = CLI_STR, .dest = &l->formats, .meta = "LIST",
+       .def = DEFAULT_FORMATS,
+       .help = "comma-separated formats, FORMAT[@BLOCK][/rtn|/sr]; without /rtn or /sr\n"
+               "each is run with every rounding of --roundings"},
+      {.name = "--roundings", .type = CLI_STR, .dest = &l->roundings, .meta = "R", .def = "rtn,sr",
+       .help = "rtn, sr or rtn,sr"},
+      {.name = "--regimes", .type = CLI_STR, .dest = &l->regimes, .meta = "LIST",
+       .def = "iid,fixed,ar1",
+       .help = "iid, fixed, ar1, closed (closed runs the real recurrence, one stream\n"
+               "per alpha: alphas times the cost)"},
+      {.name = "--alpha-min", .type = CLI_DOUBLE, .dest = &l->amin, .meta = "A", .dhi = 0.99999999,
+       .def = "0.9", .help = "smallest decay; 1 - alpha is log-spaced over --alphas values"},
+      {.name = "--alpha-max", .type = CLI_DOUBLE, .dest = &l->amax, .meta = "A", .dhi = 0.99999999,
+       .def = "0.99999", .help = "largest decay"},
+      {.name = "--alphas", .type = CLI_INT, .dest = &l->nalpha, .meta = "N", .lo = 1,
+       .hi = TH_MAX_ALPHA, .flags = CLI_STRTOL, .def = "9", .help = "number of decays"},
+      {.name = "--steps", .type = CLI_I64, .dest = &p->max_steps, .meta = "N", .lo = 1,
+       .hi = 1L << 30, .flags = CLI_STRTOL, .expect = "an integer in [1, 2^30]", .def = "2048",
+       .help = "most steps simulated; each run wants horizons/(1 - alpha_max) steps,\n"
+               "and alphas it cannot take to stationarity are compared with the exact\n"
+               "finite sums (column 'stat')"},
+      {.name = "--horizons", .type = CLI_DOUBLE, .dest = &p->horizons, .meta = "K", .dlo = 0.1,
+       .dhi = 100.0, .def = "8", .help = "e-folds that count as stationary"},
+      {.name = "--matrices", .type = CLI_INT, .dest = &p->nmat, .meta = "N", .lo = 1, .hi = 1 << 16,
+       .flags = CLI_STRTOL, .def = "64",
+       .help = "state matrices per step (the independent batches of the standard errors)"},
+      {.name = "--dv", .type = CLI_INT, .dest = &p->dv, .meta = "N", .lo = 1, .hi = 4096,
+       .flags = CLI_STRTOL, .def = "8", .help = "rows of a state matrix"},
+      {.name = "--dk", .type = CLI_INT, .dest = &p->dk, .meta = "N", .lo = 1, .hi = 4096,
+       .flags = CLI_STRTOL, .def = "128", .help = "columns of a state matrix"},
+      {.name = "--L", .type = CLI_INT, .dest = &p->L, .meta = "N", .lo = 1, .hi = 4096,
+       .flags = CLI_STRTOL, .def = "16", .help = "replay window"},
+      {.name = "--rho", .type = CLI_DOUBLE, .dest = &p->rho, .meta = "R", .dhi = 0.999999,
+       .def = "0.999", .help = "ar1: per-step correlation of the state"},
+      {.name = "--tol", .type = CLI_DOUBLE, .dest = &p->tol, .meta = "T", .dlo = 1e-6, .dhi = 1.0,
+       .expect = "a number in (0, 1]", .def = "0.05", .help = "relative agreement required"},
+      {.name = "--seed", .type = CLI_U64, .dest = &p->seed, .meta = "S", .def = "0",
+       .help = "state and stochastic-rounding seed"},
+      {.name = "--verbose", .type = CLI_FLAG, .dest = &a->verbose,
+       .help = "print every comparison, not one line per group"},
+      {.name = "--force", .type = CLI_FLAG, .dest = &a->force, .help = "replace an existing --out file"},
+  };
+  const cli_spec spec = {
+      .cmd = "theory",
+      .usage = USAGE,
+      .about = "Checks the error-propagation model of the paper's Appendix C.6: a stored state's error\n"
+               "D_t = a D_(t-1) + e_t has mean b/(1-a) and variance s2/(1-a^2) when the rounding errors\n"
+               "e_t are independent with mean b and variance s2; a shared replay checkpoint rounds once\n"
+               "per window (a = alpha^L), split precision once in all (D = e). e = Q(S) - S comes from\n"
+               "the real quantisers on realistic state matrices, every element one trial, under three\n"
+               "regimes: iid (a fresh state each step), fixed (the same state each step) and ar1 (a\n"
+               "slowly moving state), and on request closed (the real quantised recurrence, where e\n"
+               "feeds back). Prints one line per format/regime/mode and the verdict; the exit\n"
+               "status is 0 when it ran, whatever the verdict (the test suite asserts the verdict).",
+      .epilog = "example:\n"
+                "  replayssm theory --formats nvfp4,fp8 --regimes iid,fixed --out theory.h5",
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
+  };
+  return cli_parse_or_help(&spec, argc, argv, done);
+}
+
+/* Returns 0 to go on, or the exit status with *done set. */
+static int parse_args(int argc, char **argv, th_args *a, int *done) {
   memset(a, 0, sizeof *a);
   th_params *p = &a->p;
   p->nmat = 64;
@@ -166,64 +173,13 @@ static int parse_args(int argc, char **argv, th_args *a) {
   p->L = 16;
   p->rho = 0.999;
   p->tol = 0.05;
-  double amin = 0.9, amax = 0.99999;
-  long nalpha = 9, x;
-  const char *formats = DEFAULT_FORMATS, *roundings = "rtn,sr", *regimes = "iid,fixed,ar1";
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int r = 0;
-#define OPT(name) ((r = cli_option_value(argc, argv, &i, name, &v)) != 0)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) a->help = 1;
-    else if (strcmp(argv[i], "--force") == 0) a->force = 1;
-    else if (strcmp(argv[i], "--verbose") == 0) a->verbose = 1;
-    else if (OPT("--out")) a->out = v;
-    else if (OPT("--formats")) formats = v;
-    else if (OPT("--roundings")) roundings = v;
-    else if (OPT("--regimes")) regimes = v;
-    else if (OPT("--alpha-min")) {
-      if (r > 0 && parse_double(v, 0.0, 0.99999999, &amin) != 0)
-        return bad("--alpha-min", v, "a number in [0, 0.99999999]");
-    } else if (OPT("--alpha-max")) {
-      if (r > 0 && parse_double(v, 0.0, 0.99999999, &amax) != 0)
-        return bad("--alpha-max", v, "a number in [0, 0.99999999]");
-    } else if (OPT("--alphas")) {
-      if (r > 0 && parse_long(v, 1, TH_MAX_ALPHA, &nalpha) != 0)
-        return bad("--alphas", v, "an integer in [1, 32]");
-    } else if (OPT("--steps")) {
-      if (r > 0 && parse_long(v, 1, 1L << 30, &x) != 0)
-        return bad("--steps", v, "an integer in [1, 2^30]");
-      if (r > 0) p->max_steps = x;
-    } else if (OPT("--horizons")) {
-      if (r > 0 && parse_double(v, 0.1, 100.0, &p->horizons) != 0)
-        return bad("--horizons", v, "a number in [0.1, 100]");
-    } else if (OPT("--matrices")) {
-      if (r > 0 && int_opt("--matrices", v, 1, 1 << 16, &p->nmat) != 0) return 2;
-    } else if (OPT("--dv")) {
-      if (r > 0 && int_opt("--dv", v, 1, 4096, &p->dv) != 0) return 2;
-    } else if (OPT("--dk")) {
-      if (r > 0 && int_opt("--dk", v, 1, 4096, &p->dk) != 0) return 2;
-    } else if (OPT("--L")) {
-      if (r > 0 && int_opt("--L", v, 1, 4096, &p->L) != 0) return 2;
-    } else if (OPT("--rho")) {
-      if (r > 0 && parse_double(v, 0.0, 0.999999, &p->rho) != 0)
-        return bad("--rho", v, "a number in [0, 0.999999]");
-    } else if (OPT("--tol")) {
-      if (r > 0 && parse_double(v, 1e-6, 1.0, &p->tol) != 0)
-        return bad("--tol", v, "a number in (0, 1]");
-    } else if (OPT("--seed")) {
-      if (r > 0 && cli_parse_u64(v, &p->seed) != 0)
-        return bad("--seed", v, "a decimal or 0x-hex uint64");
-    } else {
-      cli_error("theory", "unknown argument '%s' (usage: see replayssm theory --help)", argv[i]);
-      return 2;
-    }
-#undef OPT
-    if (r < 0) {
-      cli_error("theory", "option '%s' needs a value (see replayssm theory --help)", argv[i]);
-      return 2;
-    }
-  }
-  if (a->help) return 0;
+  th_lists l = {0.9, 0.99999, 9, DEFAULT_FORMATS, "rtn,sr", "iid,fixed,ar1"};
+  int rc = parse_table(argc, argv, a, &l, done);
+  if (*done) return rc;
+  *done = 1;
+  const double amin = l.amin, amax = l.amax;
+  const char *formats = l.formats, *roundings = l.roundings, *regimes = l.regimes;
+  const long nalpha = l.nalpha;
   if (!(amin <= amax)) {
     cli_error("theory", "--alpha-min %g is above --alpha-max %g", amin, amax);
     return 2;
@@ -248,17 +204,15 @@ static int parse_args(int argc, char **argv, th_args *a) {
     cli_error("theory", "--dv x --dk must be at least 2 elements");
     return 2;
   }
+  *done = 0;
   return 0;
 }
 
 int cmd_theory(int argc, char **argv) {
   static th_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc != 0) return rc;
-  if (a.help) {
-    print_help();
-    return 0;
-  }
+  int stop;
+  int rc = parse_args(argc, argv, &a, &stop);
+  if (stop) return rc;
   if (a.out && !a.force && access(a.out, F_OK) == 0) {
     cli_error("theory", "%s exists (use --force to replace it)", a.out);
     return 2;

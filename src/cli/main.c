@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
+#include "src/io/version.h"
 #include "src/cli/commands.h"
 
 typedef struct {

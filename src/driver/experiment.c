@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/cli/cli_util.h"
+#include "src/io/parse_num.h"
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 
 #define MAX_SWEEPS 16
 #define MAX_SWEEP_KEYS 8
@@ -142,7 +142,7 @@ static void resolve(const parse_ctx *c, const char *value, char *out) {
 static int parse_count(parse_ctx *c, const char *key, const char *value, int64_t lo, int64_t hi,
                        int64_t *out) {
   uint64_t v;
-  if (cli_parse_u64(value, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
+  if (rssm_parse_u64(value, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
     return fail(c, "%s = '%s' (expected an integer in [%lld, %lld])", key, value, (long long)lo,
                 (long long)hi);
   *out = (int64_t)v;
@@ -294,7 +294,7 @@ static int handler(void *user, const char *section, const char *name, const char
     e->steps_line = c->lineno;
     return parse_count(c, name, value, 1, INT64_C(1) << 30, &e->steps);
   } else if (strcmp(name, "seed") == 0) {
-    if (cli_parse_u64(value, &e->seed) != 0)
+    if (rssm_parse_u64(value, &e->seed) != 0)
       return fail(c, "seed = '%s' (expected a uint64, decimal or 0x hex)", value);
   } else if (strcmp(name, "block") == 0) {
     return parse_count(c, name, value, 1, 1 << 20, &e->block);

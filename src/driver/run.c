@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "src/cli/cli_util.h"
+#include "src/io/version.h"
 #include "src/driver/metrics.h"
 #include "src/driver/parallel.h"
 #include "src/driver/run_engine.h"
@@ -20,7 +20,7 @@
 #include "src/driver/run_internal.h"
 #include "src/io/status.h"
 #include "src/ssm/ssm_accept.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "src/tokens/token_source.h"
 
 #ifndef RSSM_GIT_COMMIT

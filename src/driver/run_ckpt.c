@@ -14,7 +14,7 @@
 
 #include "src/driver/run_internal.h"
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 
 #define CKPT_MAGIC "RSSMCKP1"
 

@@ -11,7 +11,7 @@
 #include "src/driver/experiment.h"
 #include "src/io/h5_attr.h"
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 
 struct run_h5 {
   char path[4200];     /* the name the file is published under */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "src/driver/ssm_snapshot.h"
+#include "src/ssm/ssm_snapshot.h"
 #include "src/io/status.h"
 #include "src/ssm/ssm_engine.h"
 

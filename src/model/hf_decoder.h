@@ -5,7 +5,7 @@
  *   step(x)        -> model_forward(1) + model_commit(1)      (conventional, replay)
  *   step_many (model op) -> model_forward_many over the decoders' states (n = 1), commit(1) each
  *   verify(x[0..T)) -> model_forward(T), then commit(a) -> model_commit(a)   (spec)
- *   state_bytes/save/load -> model_state_* plus src/driver/ssm_snapshot for every SSM engine
+ *   state_bytes/save/load -> model_state_* plus src/ssm/ssm_snapshot for every SSM engine
  *
  * The checksum is "crc32:XXXXXXXX" over config.json followed by every safetensors file (in the
  * loader's order), so it identifies the exact bytes the weights came from. */

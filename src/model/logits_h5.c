@@ -4,27 +4,17 @@
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "src/io/h5_attr.h"
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/h5_file.h"
 
 int logits_h5_write(const char *path, const float *logits, int64_t N, int64_t V,
                     const char *model_dir, const char *tokens_path, const char *config,
                     char *err, size_t errlen) {
-  char tmp[4200];
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof tmp) {
-    snprintf(err, errlen, "%s: path too long", path);
-    return RSSM_ERR_IO;
-  }
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our own one-line errors instead of HDF5's stack */
-  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) {
-    snprintf(err, errlen, "%s: cannot create HDF5 file", tmp);
-    return RSSM_ERR_IO;
-  }
+  char tmp[H5_FILE_TMP_MAX];
+  hid_t f = h5_file_create_tmp(path, tmp, err, errlen);
+  if (f < 0) return RSSM_ERR_IO;
   int rc = 0;
   hsize_t dims[2] = {(hsize_t)N, (hsize_t)V};
   hid_t space = H5Screate_simple(2, dims, NULL);
@@ -38,15 +28,5 @@ int logits_h5_write(const char *path, const float *logits, int64_t N, int64_t V,
   rc |= h5_attr_str(f, "model", model_dir);
   rc |= h5_attr_str(f, "tokens", tokens_path);
   rc |= h5_attr_str(f, "config", config);
-  if (H5Fclose(f) < 0) rc = -1;
-  if (rc != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s: writing the HDF5 file failed", path);
-    return RSSM_ERR_IO;
-  }
-  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
-    unlink(tmp);
-    return RSSM_ERR_IO;
-  }
-  return RSSM_OK;
+  return h5_file_commit(f, rc, tmp, path, err, errlen) == 0 ? RSSM_OK : RSSM_ERR_IO;
 }

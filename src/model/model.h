@@ -161,7 +161,7 @@ int model_commit(model_state *s, int a);
  * engines is pos, the committed conv windows and K/V rows 0..pos-1. model_state_bytes is the
  * exact size of model_state_save's output at this moment; model_state_load accepts only what a
  * save from a state built with the same model and parameters wrote (RSSM_ERR_INPUT otherwise).
- * The engines are saved by the caller through model_state_ssm (src/driver/ssm_snapshot.h). */
+ * The engines are saved by the caller through model_state_ssm (src/ssm/ssm_snapshot.h). */
 int64_t model_state_bytes(const model_state *s);
 void model_state_save(const model_state *s, unsigned char *buf /* [model_state_bytes] */);
 int model_state_load(model_state *s, const unsigned char *buf /* [len] */, int64_t len,

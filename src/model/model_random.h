@@ -1,5 +1,5 @@
 /* A model with random weights built from a config.json alone (no safetensors), for benchmarks at
- * the shapes of real checkpoints (bench/configs/, docs/gpu-runtime.md "bench e2e").
+ * the shapes of real checkpoints (data/shapes/, docs/gpu-runtime.md "bench e2e").
  *
  * The result is an ordinary `model` (model.h): same arrays, same shapes and layouts as
  * model_load would produce for that config, each array malloc'ed on its own, so model_free

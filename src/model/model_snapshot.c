@@ -1,7 +1,7 @@
 /* Saving and restoring a sequence's decode state between steps (resume; see model.h): the
  * committed position, each SSM block's committed conv window (K-1 rows) and each attention
  * block's K/V rows 0..pos-1. The SSM engine states are not included: the caller saves them
- * through model_state_ssm() (src/driver/ssm_snapshot.h), so that the engine's byte layout has one
+ * through model_state_ssm() (src/ssm/ssm_snapshot.h), so that the engine's byte layout has one
  * owner. Host byte order: both ends run in the same build. */
 #include <inttypes.h>
 #include <stdio.h>

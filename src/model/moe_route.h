@@ -15,13 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifndef RSSM_HD
-#ifdef __CUDACC__
-#define RSSM_HD __host__ __device__ static inline
-#else
-#define RSSM_HD static inline
-#endif
-#endif
+#include "quant/rssm_hd.h"
 
 #define RSSM_MOE_MAX_GROUPS 1024 /* the loader refuses more (model_load.c) */
 

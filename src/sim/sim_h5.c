@@ -4,30 +4,15 @@
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "src/cli/cli_util.h"
 #include "src/io/h5_attr.h"
-#include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/h5_file.h"
+#include "src/io/version.h"
 
 void sim_h5_group_name(const char *label, char *out) {
   size_t i = 0;
   for (; label[i]; i++) out[i] = label[i] == '/' ? '_' : label[i];
   out[i] = '\0';
-}
-
-/* A dataset of rank 1 or 2 (dims[1] == 0 means rank 1), written whole. Zero-length is allowed. */
-static int dataset(hid_t loc, const char *name, hid_t type, hsize_t d0, hsize_t d1,
-                   const void *data) {
-  hsize_t dims[2] = {d0, d1};
-  hid_t space = H5Screate_simple(d1 ? 2 : 1, dims, NULL);
-  hid_t ds = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = ds >= 0 ? 0 : -1;
-  if (ds >= 0 && d0 > 0 && data) rc = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-  if (ds >= 0) H5Dclose(ds);
-  H5Sclose(space);
-  return rc < 0 ? -1 : 0;
 }
 
 static int write_config(hid_t configs, const ssm_config *c, const ssm_sim_result *r) {
@@ -39,12 +24,12 @@ static int write_config(hid_t configs, const ssm_config *c, const ssm_sim_result
   int rc = 0;
   rc |= h5_attr_str(g, "spec", spec);
   rc |= h5_attr_str(g, "name", c->name);
-  rc |= dataset(g, "out_err", H5T_NATIVE_FLOAT, (hsize_t)r->steps, 0, r->out_err);
-  rc |= dataset(g, "out_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->steps, (hsize_t)r->H, r->out_err_head);
-  rc |= dataset(g, "store_step", H5T_NATIVE_INT64, (hsize_t)r->nstore, 0, r->store_step);
-  rc |= dataset(g, "ckpt_err", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err);
-  rc |= dataset(g, "ckpt_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, (hsize_t)r->H, r->ckpt_err_head);
-  if (c->split) rc |= dataset(g, "ckpt_err_lp", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err_lp);
+  rc |= h5_dataset_write(g, "out_err", H5T_NATIVE_FLOAT, (hsize_t)r->steps, 0, r->out_err);
+  rc |= h5_dataset_write(g, "out_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->steps, (hsize_t)r->H, r->out_err_head);
+  rc |= h5_dataset_write(g, "store_step", H5T_NATIVE_INT64, (hsize_t)r->nstore, 0, r->store_step);
+  rc |= h5_dataset_write(g, "ckpt_err", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err);
+  rc |= h5_dataset_write(g, "ckpt_err_head", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, (hsize_t)r->H, r->ckpt_err_head);
+  if (c->split) rc |= h5_dataset_write(g, "ckpt_err_lp", H5T_NATIVE_FLOAT, (hsize_t)r->nstore, 0, r->ckpt_err_lp);
   int64_t fn = r->first_nonfinite;
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t ds = H5Dcreate2(g, "first_nonfinite", H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -57,17 +42,9 @@ static int write_config(hid_t configs, const ssm_config *c, const ssm_sim_result
 
 int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const ssm_config *configs,
                  const ssm_sim_result *results, char *err, size_t errlen) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    snprintf(err, errlen, "%s: path too long", path);
-    return -1;
-  }
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our own one-line errors instead of HDF5's stack */
-  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) {
-    snprintf(err, errlen, "%s: cannot create the output file (is the directory writable?)", tmp);
-    return -1;
-  }
+  char tmp[H5_FILE_TMP_MAX];
+  hid_t f = h5_file_create_tmp(path, tmp, err, errlen);
+  if (f < 0) return -1;
   const ssm_dims *d = &p->in.dims;
   int rc = 0;
   long long steps = (long long)p->steps;
@@ -88,7 +65,7 @@ int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const s
   rc |= h5_attr_num(f, "beta_hi", H5T_NATIVE_DOUBLE, &p->in.beta_hi);
   sim_inputs in;
   if (sim_inputs_build(&in, &p->in, 1) == 0) {
-    rc |= dataset(f, "decay", H5T_NATIVE_FLOAT, (hsize_t)d->H, 0, in.decay);
+    rc |= h5_dataset_write(f, "decay", H5T_NATIVE_FLOAT, (hsize_t)d->H, 0, in.decay);
     sim_inputs_free(&in);
   } else {
     rc = -1;
@@ -97,15 +74,5 @@ int sim_h5_write(const char *path, const ssm_sim_params *p, int nconfig, const s
   if (configs_g < 0) rc = -1;
   for (int i = 0; rc == 0 && i < nconfig; i++) rc |= write_config(configs_g, &configs[i], &results[i]);
   if (configs_g >= 0) H5Gclose(configs_g);
-  if (H5Fclose(f) < 0) rc = -1;
-  if (rc != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s: writing the HDF5 file failed (disk full?)", path);
-    return -1;
-  }
-  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  return h5_file_commit(f, rc, tmp, path, err, errlen);
 }

@@ -33,13 +33,7 @@
 #ifndef RSSM_SSM_MATH_H
 #define RSSM_SSM_MATH_H
 
-#ifndef RSSM_HD
-#ifdef __CUDACC__
-#define RSSM_HD __host__ __device__ static inline
-#else
-#define RSSM_HD static inline
-#endif
-#endif
+#include "quant/rssm_hd.h"
 
 #define RSSM_DOT_LANES 32
 

@@ -5,22 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "src/cli/cli_util.h"
 #include "src/io/h5_attr.h"
-#include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/h5_file.h"
+#include "src/io/version.h"
 
+/* A rank-1 dataset [n] of `type`. */
 static int dataset(hid_t loc, const char *name, hid_t type, size_t n, const void *data) {
-  hsize_t dims[1] = {n};
-  hid_t space = H5Screate_simple(1, dims, NULL);
-  hid_t ds = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = ds >= 0 ? 0 : -1;
-  if (ds >= 0 && n > 0) rc = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-  if (ds >= 0) H5Dclose(ds);
-  H5Sclose(space);
-  return rc < 0 ? -1 : 0;
+  return h5_dataset_write(loc, name, type, (hsize_t)n, 0, data);
 }
 
 /* The text of column `col` of row r (the string columns). */
@@ -109,17 +101,9 @@ static int write_rows(hid_t f, const th_result *res) {
 
 int th_h5_write(const char *path, const th_params *p, const th_result *res, char *err,
                 size_t errlen) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    snprintf(err, errlen, "%s: path too long", path);
-    return -1;
-  }
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our own one-line errors instead of HDF5's stack */
-  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) {
-    snprintf(err, errlen, "%s: cannot create the output file (is the directory writable?)", tmp);
-    return -1;
-  }
+  char tmp[H5_FILE_TMP_MAX];
+  hid_t f = h5_file_create_tmp(path, tmp, err, errlen);
+  if (f < 0) return -1;
   unsigned long long seed = (unsigned long long)p->seed;
   long long steps = (long long)res->steps;
   int rc = 0;
@@ -136,15 +120,5 @@ int th_h5_write(const char *path, const th_params *p, const th_result *res, char
   rc |= h5_attr_num(f, "tol", H5T_NATIVE_DOUBLE, &p->tol);
   rc |= dataset(f, "alpha", H5T_NATIVE_DOUBLE, (size_t)p->nalpha, p->alpha);
   if (rc == 0) rc |= write_rows(f, res);
-  if (H5Fclose(f) < 0) rc = -1;
-  if (rc != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s: writing the HDF5 file failed (disk full?)", path);
-    return -1;
-  }
-  if (atomic_commit(tmp, path, err, errlen) != RSSM_OK) { /* fsync, then rename into place */
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  return h5_file_commit(f, rc, tmp, path, err, errlen);
 }

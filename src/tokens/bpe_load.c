@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "src/tokens/bpe_internal.h"
 
 #define MAX_JSON_BYTES (INT64_C(1) << 30)

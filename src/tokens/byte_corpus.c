@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "src/tokens/tokstream.h"
 
 void byte_corpus_free(byte_corpus *c) {

@@ -2,7 +2,7 @@
  * The shapes equal model_load's for the same config (checked through the parameter count on the
  * trained fixtures, and by the CPU forward running on them), the values are finite and bounded,
  * the result depends on the seed only (not on the thread count), a tiny random model decodes
- * through the CPU forward with finite logits, and the 4B configurations of bench/configs parse to
+ * through the CPU forward with finite logits, and the 4B configurations of data/shapes parse to
  * the parameter counts of the reference (~4.2 G and ~4.0 G). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -148,8 +148,8 @@ Test(model_random, bench_configs_have_the_reference_sizes) {
     const char *dir;
     double lo, hi;
     int nblocks, n_ssm_kind;
-  } cases[] = {{RSSM_SOURCE_DIR "/bench/configs/qwen3.5-4b", 4.1e9, 4.3e9, 64, BK_GDN},
-               {RSSM_SOURCE_DIR "/bench/configs/nemotron-3-nano-4b", 3.9e9, 4.1e9, 42, BK_MAMBA2}};
+  } cases[] = {{RSSM_SOURCE_DIR "/data/shapes/qwen3.5-4b", 4.1e9, 4.3e9, 64, BK_GDN},
+               {RSSM_SOURCE_DIR "/data/shapes/nemotron-3-nano-4b", 3.9e9, 4.1e9, 42, BK_MAMBA2}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     model_config c;
     char err[512];

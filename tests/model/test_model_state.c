@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/driver/ssm_snapshot.h"
+#include "src/ssm/ssm_snapshot.h"
 #include "src/model/model.h"
 #include "src/ssm/ssm_accept.h"
 #include "tests/cli/cli_test_util.h"

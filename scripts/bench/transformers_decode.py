@@ -13,7 +13,7 @@ No network: the model is loaded with local_files_only=True. Runs with the torch 
 flash-linear-attention, causal_conv1d and mamba_ssm are absent (the JSON records which are
 importable).
 
-usage: python3 bench/transformers_decode.py --model DIR [--streams 16,64] [--steps 32]
+usage: python3 scripts/bench/transformers_decode.py --model DIR [--streams 16,64] [--steps 32]
            [--warmup 4] [--seed 1] [--device cuda] [--out FILE.json]
 """
 import argparse

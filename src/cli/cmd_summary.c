@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/driver/run_data.h"
 #include "src/driver/run_h5.h"
@@ -12,17 +12,6 @@
 #include "src/io/status.h"
 
 static const char *CMD = "summary";
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: replayssm summary FILE.h5\n"
-          "\n"
-          "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
-          "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
-          "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
-          "with its standard error, and the mean KL per power-of-two position bucket.\n"
-          "Configurations that went non-finite are listed with their first non-finite step.\n");
-}
 
 static void print_report(FILE *out, const char *path, const run_data *d, const summary_stats *s) {
   int w = (int)strlen("configuration");
@@ -81,21 +70,24 @@ static void print_report(FILE *out, const char *path, const run_data *d, const s
 }
 
 int cmd_summary(int argc, char **argv) {
-  const char *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      cli_error(CMD, "unknown option '%s' (see replayssm summary --help)", argv[i]);
-      return 2;
-    } else if (path) {
-      cli_error(CMD, "more than one file ('%s' and '%s')", path, argv[i]);
-      return 2;
-    } else {
-      path = argv[i];
-    }
-  }
+  const char *operands[1];
+  int nop = 0;
+  const cli_spec spec = {
+      .cmd = CMD,
+      .usage = "summary FILE.h5",
+      .about = "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
+               "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
+               "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
+               "with its standard error, and the mean KL per power-of-two position bucket.\n"
+               "Configurations that went non-finite are listed with their first non-finite step.",
+      .operands = operands,
+      .max_operands = 1,
+      .noperands = &nop,
+  };
+  int done;
+  int prc = cli_parse_or_help(&spec, argc, argv, &done);
+  if (done) return prc;
+  const char *path = nop ? operands[0] : NULL;
   if (!path) {
     cli_error(CMD, "missing FILE.h5 (see replayssm summary --help)");
     return 2;

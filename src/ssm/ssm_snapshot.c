@@ -1,6 +1,6 @@
 /* SSM engine state snapshots (ssm_snapshot.h). The byte layout is private to this file and
  * versioned by the leading tag; both ends run in the same build, so host byte order is used. */
-#include "src/driver/ssm_snapshot.h"
+#include "src/ssm/ssm_snapshot.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Atomic whole-file writes and whole-file reads (atomic_file.h). */
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/driver/merge.h"
 #include "src/driver/run_h5.h"
@@ -12,37 +12,29 @@
 
 static const char *CMD = "merge";
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: replayssm merge [--force] OUT.h5 SHARD.h5...\n"
-          "\n"
-          "Joins the files of `replayssm run --shard I/N` (all N of them, any order) into the file\n"
-          "an unsharded run writes. The shards must come from the same experiment, model, tokens\n"
-          "and seed. OUT.h5 is written atomically and never overwritten without --force.\n");
-}
-
 int cmd_merge(int argc, char **argv) {
-  const char *out = NULL;
-  const char *in[4096];
-  int nin = 0, force = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(argv[i], "--force") == 0) {
-      force = 1;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      cli_error(CMD, "unknown option '%s' (see replayssm merge --help)", argv[i]);
-      return 2;
-    } else if (!out) {
-      out = argv[i];
-    } else if (nin < (int)(sizeof in / sizeof in[0])) {
-      in[nin++] = argv[i];
-    } else {
-      cli_error(CMD, "too many shard files (at most %d)", nin);
-      return 2;
-    }
-  }
+  static const char *operands[4097]; /* OUT.h5 and up to 4096 shards */
+  int nop = 0, force = 0;
+  const cli_opt opts[] = {{.name = "--force", .type = CLI_FLAG, .dest = &force,
+                           .help = "replace an existing OUT.h5"}};
+  const cli_spec spec = {
+      .cmd = CMD,
+      .usage = "merge [--force] OUT.h5 SHARD.h5...",
+      .about = "Joins the files of `replayssm run --shard I/N` (all N of them, any order) into the file\n"
+               "an unsharded run writes. The shards must come from the same experiment, model, tokens\n"
+               "and seed. OUT.h5 is written atomically and never overwritten without --force.",
+      .opts = opts,
+      .nopts = 1,
+      .operands = operands,
+      .max_operands = (int)(sizeof operands / sizeof operands[0]),
+      .noperands = &nop,
+  };
+  int done;
+  int prc = cli_parse_or_help(&spec, argc, argv, &done);
+  if (done) return prc;
+  const char *out = nop > 0 ? operands[0] : NULL;
+  const char *const *in = operands + 1;
+  const int nin = nop > 0 ? nop - 1 : 0;
   if (!out || nin == 0) {
     cli_error(CMD, "expected OUT.h5 and at least one SHARD.h5 (see replayssm merge --help)");
     return 2;

@@ -1,8 +1,8 @@
 /* Whole-file atomic writes: the bytes go to PATH.tmp.<pid> in the same directory, are fsync'ed,
  * and the file is renamed over PATH, so PATH is either the old file or the complete new one, even
  * after a SIGKILL or a power cut. Used by the token streams and the run checkpoints. */
-#ifndef RSSM_TOKENS_ATOMIC_FILE_H
-#define RSSM_TOKENS_ATOMIC_FILE_H
+#ifndef RSSM_IO_ATOMIC_FILE_H
+#define RSSM_IO_ATOMIC_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * driver's checkpoints: ring counters, records, checkpoint blobs and their decoded copies,
  * quantisation event counters. The state must have been built with the same configuration, dims
  * and ids; scratch buffers are not saved (every operation recomputes them). */
-#ifndef RSSM_DRIVER_SSM_SNAPSHOT_H
-#define RSSM_DRIVER_SSM_SNAPSHOT_H
+#ifndef RSSM_SSM_SSM_SNAPSHOT_H
+#define RSSM_SSM_SSM_SNAPSHOT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #   mkdir -p .devrun/bin && cp build-bench/replayssm build-bench/tests/gpu/gpu_check_ssm .devrun/bin/
 #   /work/shared/device/bundle-libs.sh .devrun .devrun/bin/replayssm .devrun/bin/gpu_check_ssm
 # Run on the device machine, from the repository root (.devrun carried):
-#   sh tests/gpu/bench_kernels_session.sh
+#   sh scripts/bench/bench_kernels_session.sh
 # Extra arguments go to `replayssm bench kernels` (e.g. --quick, --shapes nano).
 set -u
 : "${OUT:?OUT must name the output folder}"

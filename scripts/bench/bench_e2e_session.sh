@@ -2,19 +2,19 @@
 # `replayssm bench e2e` on the H200 (docs/gpu-runtime.md, "bench e2e"; issue 7 point 4).
 #
 # From the repository root on the device, with the executables in $BIN (default .devrun/bin:
-# replayssm and/or replayssm_bench_e2e) and python3 with torch + transformers:
+# replayssm) and python3 with torch + transformers:
 #
-#   OUT=$OUT tests/gpu/bench_e2e_session.sh
+#   OUT=$OUT scripts/bench/bench_e2e_session.sh
 #
 # 1. the trained fixture models at K = 16 and 64: replayssm (C = 1: the reference only, the same
 #    K streams as transformers' batch; C = 2: reference + replay L=16) and, in the same call
 #    (--transformers), transformers' own cached decoding of the same model, K and steps
-#    (bench/transformers_decode.py);
+#    (scripts/bench/transformers_decode.py);
 # 2. random-weight models of the Qwen3.5-4B and Nemotron-3-Nano-4B shapes at K = 16 and 64:
 #    time per step, byte model, copy bandwidth, fraction of the byte limit, GEMMs and SSM engine
 #    timed alone, and a per-block profile (--profile on: 8 launched steps with
 #    RSSM_CUDA_PROFILE=1); fp32 GEMMs and, where this build has them, bf16 GEMMs;
-# 3. bench/join_e2e.py: one markdown table with the speed-ups and the targets.
+# 3. scripts/bench/join_e2e.py: one markdown table with the speed-ups and the targets.
 # Files in $OUT (5): session.log, bench_e2e.csv, hf_<model>.json x 2, summary.md.
 # Each command has its own timeout; the whole script stays under 9.5 minutes in the worst case
 # and takes about 4 when nothing hangs.
@@ -31,11 +31,7 @@ rm -f "$CSV"
 : > "$LOG"
 T_START=$(date +%s)
 
-if [ -x "$BIN/replayssm" ] && "$BIN/replayssm" bench e2e --help > /dev/null 2>&1; then
-  E2E=("$BIN/replayssm" bench e2e)
-else
-  E2E=("$BIN/replayssm_bench_e2e")
-fi
+E2E=("$BIN/replayssm" bench e2e)
 # bf16 GEMMs where the runtime has them (the help text says so)
 GEMM=fp32
 if "${E2E[@]}" --help 2> /dev/null | grep -q "bf16 GEMMs available"; then GEMM=fp32,bf16; fi
@@ -73,6 +69,6 @@ for s in qwen3.5-4b nemotron-3-nano-4b; do
 done
 
 # 3. the joined table
-run 20 "$PY" bench/join_e2e.py "$CSV" "$OUT"/hf_*.json --out "$OUT/summary.md"
+run 20 "$PY" scripts/bench/join_e2e.py "$CSV" "$OUT"/hf_*.json --out "$OUT/summary.md"
 echo "bench_e2e_session: done in $(($(date +%s) - T_START)) s" | tee -a "$LOG"
 cat "$OUT/summary.md" 2> /dev/null

@@ -7,36 +7,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/cli/cli_util.h"
+#include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/io/status.h"
-#include "src/tokens/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "src/tokens/bpe.h"
 #include "src/tokens/byte_corpus.h"
 #include "src/tokens/tokstream.h"
 
 static const char *CMD = "tokens";
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: replayssm tokens --out FILE.tok.zst [--force] [--tokenizer JSON] TEXT...\n"
-          "       replayssm tokens --out FILE.tok.zst [--force] [--tokenizer JSON] --pg19 DIR\n"
-          "                        [--split test] [--books N]\n"
-          "       replayssm tokens --decode FILE.tok.zst [--tokenizer JSON] --out TEXT|- [--force]\n"
-          "\n"
-          "Tokenises text into a zstd-compressed token stream with a checked header\n"
-          "(docs/driver.md). Without --tokenizer: one token per byte (vocab 256, tokenizer id\n"
-          "\"byte\"). --tokenizer PATH: a Hugging Face tokenizer.json (or a directory holding one)\n"
-          "with a byte-level BPE model, encoded as the tokenizers library does without special\n"
-          "tokens added; the stream's tokenizer id is \"hfbpe-fnv1a64:\" and the file's hash\n"
-          "(docs/tokenizer.md). Each text file is encoded on its own and the ids concatenated in\n"
-          "the order given. --pg19 DIR reads DIR/metadata.csv (id,title,year,url, no header) and\n"
-          "appends DIR/SPLIT/<id>.txt of the listed books in increasing id order (--split\n"
-          "train|validation|test, default test; --books N: the first N only).\n"
-          "--decode writes the stream's text (\"-\": standard output); a BPE stream needs the\n"
-          "--tokenizer whose id it carries.\n"
-          "An existing output is kept unless --force is given; files are written atomically.\n");
-}
 
 /* byte_corpus's encoder hook: a BPE over each file, timed for the summary line. */
 typedef struct {
@@ -121,58 +100,70 @@ static int decode(const char *in, const char *out, const char *tokenizer) {
   return rc;
 }
 
-int cmd_tokens(int argc, char **argv) {
-  const char *out = NULL, *pg19 = NULL, *split = "test", *tokenizer = NULL, *decode_in = NULL;
-  int force = 0;
-  int64_t books = 0;
+/* The options of `replayssm tokens`. */
+typedef struct {
+  const char *out, *pg19, *split, *tokenizer, *decode_in;
+  int force, ninputs;
+  int64_t books;
   const char *inputs[4096];
-  int ninputs = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    int m;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(argv[i], "--force") == 0) {
-      force = 1;
-    } else if ((m = cli_option_value(argc, argv, &i, "--out", &v)) != 0) {
-      if (m < 0) goto missing;
-      out = v;
-    } else if ((m = cli_option_value(argc, argv, &i, "--tokenizer", &v)) != 0) {
-      if (m < 0) goto missing;
-      tokenizer = v;
-    } else if ((m = cli_option_value(argc, argv, &i, "--decode", &v)) != 0) {
-      if (m < 0) goto missing;
-      decode_in = v;
-    } else if ((m = cli_option_value(argc, argv, &i, "--pg19", &v)) != 0) {
-      if (m < 0) goto missing;
-      pg19 = v;
-    } else if ((m = cli_option_value(argc, argv, &i, "--split", &v)) != 0) {
-      if (m < 0) goto missing;
-      split = v;
-    } else if ((m = cli_option_value(argc, argv, &i, "--books", &v)) != 0) {
-      uint64_t n;
-      if (m < 0) goto missing;
-      if (cli_parse_u64(v, &n) != 0 || n < 1 || n > (uint64_t)INT64_MAX) {
-        cli_error(CMD, "--books '%s' (expected a positive integer)", v);
-        return 2;
-      }
-      books = (int64_t)n;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      cli_error(CMD, "unknown option '%s' (see replayssm tokens --help)", argv[i]);
-      return 2;
-    } else {
-      if (ninputs == (int)(sizeof inputs / sizeof inputs[0])) {
-        cli_error(CMD, "too many input files (at most %d)", ninputs);
-        return 2;
-      }
-      inputs[ninputs++] = argv[i];
-    }
-    continue;
-  missing:
-    cli_error(CMD, "option '%s' needs a value", argv[i]);
-    return 2;
-  }
+} tokens_args;
+
+static int parse_tokens_args(int argc, char **argv, tokens_args *a, int *done) {
+  const cli_opt opts[] = {
+      {.name = "--out", .type = CLI_STR, .dest = &a->out, .meta = "FILE",
+       .help = "the .tok.zst stream (or with --decode: the text, \"-\" standard output)"},
+      {.name = "--force", .type = CLI_FLAG, .dest = &a->force,
+       .help = "replace an existing output"},
+      {.name = "--tokenizer", .type = CLI_STR, .dest = &a->tokenizer, .meta = "JSON",
+       .help = "a Hugging Face tokenizer.json (or a directory holding one); default: bytes"},
+      {.name = "--decode", .type = CLI_STR, .dest = &a->decode_in, .meta = "FILE.tok.zst",
+       .help = "write the stream's text instead"},
+      {.name = "--pg19", .type = CLI_STR, .dest = &a->pg19, .meta = "DIR",
+       .help = "the books of DIR/metadata.csv instead of text files"},
+      {.name = "--split", .type = CLI_STR, .dest = &a->split, .meta = "S", .def = "test",
+       .help = "--pg19 split: train, validation or test"},
+      {.name = "--books", .type = CLI_I64, .dest = &a->books, .meta = "N", .lo = 1,
+       .hi = INT64_MAX, .expect = "a positive integer", .help = "--pg19: the first N books only"},
+  };
+  const cli_spec spec = {
+      .cmd = CMD,
+      .usage = "tokens --out FILE.tok.zst [--force] [--tokenizer JSON] TEXT...\n"
+               "       replayssm tokens --out FILE.tok.zst [--force] [--tokenizer JSON] --pg19 DIR\n"
+               "                        [--split test] [--books N]\n"
+               "       replayssm tokens --decode FILE.tok.zst [--tokenizer JSON] --out TEXT|- "
+               "[--force]",
+      .about = "Tokenises text into a zstd-compressed token stream with a checked header\n"
+               "(docs/driver.md). Without --tokenizer: one token per byte (vocab 256, tokenizer id\n"
+               "\"byte\"). --tokenizer PATH: a Hugging Face tokenizer.json (or a directory holding one)\n"
+               "with a byte-level BPE model, encoded as the tokenizers library does without special\n"
+               "tokens added; the stream's tokenizer id is \"hfbpe-fnv1a64:\" and the file's hash\n"
+               "(docs/tokenizer.md). Each text file is encoded on its own and the ids concatenated in\n"
+               "the order given. --pg19 DIR reads DIR/metadata.csv (id,title,year,url, no header) and\n"
+               "appends DIR/SPLIT/<id>.txt of the listed books in increasing id order.\n"
+               "--decode writes the stream's text; a BPE stream needs the --tokenizer whose id it\n"
+               "carries. An existing output is kept unless --force is given; files are written\n"
+               "atomically.",
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
+      .operands = a->inputs,
+      .max_operands = (int)(sizeof a->inputs / sizeof a->inputs[0]),
+      .noperands = &a->ninputs,
+  };
+  return cli_parse_or_help(&spec, argc, argv, done);
+}
+
+int cmd_tokens(int argc, char **argv) {
+  static tokens_args a;
+  memset(&a, 0, sizeof a);
+  a.split = "test";
+  int done;
+  int prc = parse_tokens_args(argc, argv, &a, &done);
+  if (done) return prc;
+  const char *out = a.out, *pg19 = a.pg19, *split = a.split, *tokenizer = a.tokenizer;
+  const char *decode_in = a.decode_in;
+  const int force = a.force, ninputs = a.ninputs;
+  const int64_t books = a.books;
+  const char *const *inputs = a.inputs;
   if (!out) {
     cli_error(CMD, "missing --out %s (see replayssm tokens --help)",
               decode_in ? "TEXT|-" : "FILE.tok.zst");
