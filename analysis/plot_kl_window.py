@@ -56,29 +56,33 @@ def plot(run, rows, path):
         byg.setdefault(r[0], []).append(r)
     last = f"lengths {rows[0][7]}..{rows[0][8]}" if rows else "last bucket"
     panels = ((axes[0], 4, 5, 6, "all steps"), (axes[1], 9, 10, 11, last))
+    st = rc.styles([(g, g) for g in byg])
     for ax, im, ise, inf, title in panels:
-        for i, (g, rs) in enumerate(byg.items()):
-            color = f"C{i % 10}"
+        for g, rs in byg.items():
+            style = st[g]
             pts = [(r[1], float(r[im]), float(r[ise])) for r in rs
                    if math.isfinite(float(r[im])) and float(r[im]) > 0.0]
             if pts:
                 Ls, ys, ses = zip(*pts)
                 ses = [s if math.isfinite(s) else 0.0 for s in ses]
-                ax.errorbar(Ls, ys, yerr=ses, marker="o", ms=4, capsize=2, color=color, label=g)
+                ax.errorbar(Ls, ys, yerr=ses, marker=style["marker"], ms=4, capsize=2,
+                            color=style["color"], ls=style["ls"], label=g)
             for r in rs:
                 if int(r[inf]) > 0:
                     ax.plot([r[1]], [float(r[im]) if math.isfinite(float(r[im])) else 1.0],
-                            marker="x", ms=9, color=color)
+                            marker="x", ms=9, color=style["color"])
+        rc.log_axis(ax, "y")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
         ax.set_xlabel("replay window L")
         ax.set_title(title)
-    axes[0].set_ylabel("mean KL(p_ref || p_cfg) (nats)")
-    axes[0].legend(fontsize=6, loc="best")
-    fig.suptitle(f"{run.stem}: KL against window L (x: non-finite steps)")
+    axes[0].set_ylabel("mean KL(p_ref || p_cfg) (nats/token)")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.suptitle(f"{run.stem}: KL against the replay window L ({run.K} sequences x {run.N} "
+                 "steps; bars: +-1 SE between sequences; x: non-finite steps)", fontsize=9)
     fig.tight_layout()
-    rc.save_png(fig, path)
+    pdf = rc.save_figure(fig, path)
     plt.close(fig)
+    return pdf
 
 
 def main():
@@ -90,14 +94,18 @@ def main():
     for path in a.runs:
         run = rc.load_run(path)
         rows = table(run)
+        Ls = {}
+        for r in rows:
+            Ls.setdefault(r[0], set()).add(r[1])
+        if not any(len(v) > 1 for v in Ls.values()):
+            print(f"{run.stem}: no kl_window figure or table: no configuration group varies L "
+                  f"(windows {sorted(set().union(*Ls.values())) if Ls else 'none'})")
+            continue
         csv_path = os.path.join(a.out_dir, f"{run.stem}_kl_window.csv")
         rc.write_csv(csv_path, CSV_HEADER, rows)
-        if not rows:
-            print(f"{run.stem}: no replay or spec configurations: wrote only {csv_path}")
-            continue
         png = os.path.join(a.out_dir, f"{run.stem}_kl_window.png")
-        plot(run, rows, png)
-        print(f"wrote {png} and {csv_path}")
+        pdf = plot(run, rows, png)
+        print(f"wrote {png}, {pdf} and {csv_path}")
 
 
 if __name__ == "__main__":

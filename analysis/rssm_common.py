@@ -11,10 +11,23 @@ import math
 import os
 import sys
 
-import h5py
-import numpy as np
-
 PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "analysis"
+NEEDS = ("Debian's /usr/bin/python3 with python3-numpy, python3-h5py, python3-pandas and "
+         "python3-matplotlib (bash scripts/setup.sh installs them)")
+
+
+def _missing(e):
+    """One line naming the interpreter that lacks a package and the one that has them."""
+    print(f"{PROG}: {sys.executable} cannot import {e.name or e} ; the analysis needs {NEEDS}: "
+          f"run /usr/bin/python3 {' '.join(sys.argv)}", file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as _e:  # another python3 first on PATH (pyenv, a venv)
+    _missing(_e)
 
 
 class InputError(Exception):
@@ -294,12 +307,82 @@ def write_text(path, text):
 
 def pyplot():
     """matplotlib with the Agg backend and settings that make PNGs byte-for-byte repeatable."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as e:
+        _missing(e)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9,
-                                "axes.grid": True, "grid.alpha": 0.3})
+                                "axes.grid": True, "grid.alpha": 0.3, "pdf.fonttype": 42,
+                                "svg.hashsalt": "replayssm"})
     return plt
+
+
+def log_axis(ax, which="both"):
+    """Log scale with labelled decades and minor ticks at 2..9 of each decade (also over many
+    decades, where matplotlib would drop them), and a faint minor grid."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+    for name in ("x", "y") if which == "both" else (which,):
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        (ax.set_xscale if name == "x" else ax.set_yscale)("log")
+        axis.set_major_locator(LogLocator(base=10.0, numticks=30))
+        axis.set_minor_locator(LogLocator(base=10.0, subs=np.arange(2, 10) * 0.1, numticks=300))
+        axis.set_minor_formatter(NullFormatter())
+    ax.grid(True, which="minor", alpha=0.12)
+    ax.grid(True, which="major", alpha=0.35)
+
+
+# Configuration families: one colour each (Okabe-Ito, readable in colour-blind vision and grey
+# print), members of a family told apart by line style and marker.
+FAMILY_COLOURS = {"control": "#000000", "conventional": "#D55E00", "replay shared": "#0072B2",
+                  "replay split": "#009E73", "spec shared": "#CC79A7", "spec split": "#E69F00",
+                  "other": "#56B4E9"}
+LINE_STYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2))]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def is_control(spec):
+    """Every stored format is fp32: the harness's own floor (reassociation only)."""
+    _, keys = parse_spec(spec)
+    fmts = [keys[k] for k in FORMAT_KEYS if k in keys]
+    return bool(fmts) and all(f.split("/")[0].split("@")[0] == "fp32" for f in fmts)
+
+
+def family(spec):
+    strategy, keys = parse_spec(spec)
+    if is_control(spec):
+        return "control"
+    if strategy == "conventional":
+        return "conventional"
+    if strategy in ("replay", "spec"):
+        return f"{strategy} {'split' if 'hp' in keys or 'lp' in keys else 'shared'}"
+    return "other"
+
+
+def styles(configs):
+    """{name: dict(color, ls, marker)} for (name, spec) pairs, in their order."""
+    seen = {}
+    out = {}
+    for name, spec in configs:
+        fam = family(spec)
+        i = seen.get(fam, 0)
+        seen[fam] = i + 1
+        out[name] = {"color": FAMILY_COLOURS[fam], "ls": LINE_STYLES[i % len(LINE_STYLES)],
+                     "marker": MARKERS[(i // len(LINE_STYLES) + i) % len(MARKERS)]}
+    return out
+
+
+def save_figure(fig, png_path):
+    """PNG (fixed dpi, no software/date metadata) and PDF beside it (no dates, so the same input
+    gives the same bytes); temporary names and renames."""
+    save_png(fig, png_path)
+    pdf = os.path.splitext(png_path)[0] + ".pdf"
+    tmp = f"{pdf}.tmp.{os.getpid()}.pdf"
+    fig.savefig(tmp, format="pdf", metadata={"Creator": None, "Producer": None,
+                                             "CreationDate": None})
+    os.replace(tmp, pdf)
+    return pdf
 
 
 def save_png(fig, path):

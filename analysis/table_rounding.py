@@ -93,6 +93,10 @@ def main():
     for path in a.runs:
         run = rc.load_run(path)
         have, rows = rows_of(run, lengths)
+        if not have or not rows:
+            print(f"{run.stem}: no rounding table: the file's {run.N} steps reach none of the "
+                  f"lengths {a.lengths}")
+            continue
         md = os.path.join(a.out_dir, f"{run.stem}_rounding.md")
         rc.write_text(md, markdown(run, have, rows))
         header, body = csv_rows(have, rows)

@@ -46,33 +46,38 @@ typedef struct {
 static int parse_run_args(int argc, char **argv, run_args *a, run_options *o, int *done) {
   const cli_opt opts[] = {
       {.name = "--out", .type = CLI_STR, .dest = &a->out, .meta = "FILE.h5",
-       .help = "the run file; default: the experiment's base name + .h5 (+ .shard-I-of-N)"},
+       .def = "the experiment's base name + .h5 (+ .shard-I-of-N)", .help = "the run file"},
       {.name = "--steps", .type = CLI_I64, .dest = &a->steps, .meta = "N", .lo = 1,
        .hi = INT64_C(1) << 30, .expect = "an integer in [1, 2^30]",
-       .help = "decode steps per sequence (overrides the experiment's)"},
+       .def = "the experiment's steps", .help = "decode steps per sequence"},
       {.name = "--sequences", .type = CLI_I64, .dest = &a->sequences, .meta = "K", .lo = 1,
        .hi = 1 << 20, .expect = "an integer in [1, 2^20]",
-       .help = "windows of N+1 tokens (overrides the experiment's)"},
+       .def = "the experiment's sequences", .help = "windows of N+1 tokens"},
       {.name = "--device", .type = CLI_STR, .dest = &a->device, .meta = "cpu|cuda", .def = "cpu",
        .help = "cuda: the GPU block engine (docs/gpu-runtime.md)"},
       {.name = "--threads", .type = CLI_INT, .dest = &o->threads, .meta = "N", .lo = 1, .hi = 256,
        .def = "2", .help = "worker threads; results do not depend on it"},
       {.name = "--resume", .type = CLI_FLAG, .dest = &o->resume,
-       .help = "continue from FILE.h5.ckpt after an interruption"},
+       .def = "off", .help = "continue from FILE.h5.ckpt after an interruption"},
       {.name = "--shard", .type = CLI_CALL, .dest = a->shard, .meta = "I/N", .parse = parse_shard,
+       .def = "0/1, every sequence",
        .help = "only sequences [I*K/N, (I+1)*K/N), I = 0..N-1; join with merge"},
       {.name = "--force", .type = CLI_FLAG, .dest = &o->force,
-       .help = "overwrite an existing output (and drop its checkpoint)"},
+       .def = "off", .help = "overwrite an existing output (and drop its checkpoint)"},
       {.name = "--quiet", .type = CLI_FLAG, .dest = &o->quiet,
-       .help = "no effective-experiment printout"},
+       .def = "off",
+       .help = "print nothing but errors: no effective experiment, no progress lines or bar,\n"
+               "no closing line"},
       {.name = "--model", .type = CLI_STR, .dest = &a->model, .meta = "DIR|toy:gdn|toy:mamba2",
-       .help = "the model (overrides the experiment's)"},
+       .def = "the experiment's model", .help = "the model"},
       {.name = "--tokens", .type = CLI_STR, .dest = &a->tokens, .meta = "FILE",
-       .help = "token stream (.tok.zst or .npy; overrides the experiment's)"},
+       .def = "the experiment's tokens", .help = "token stream (.tok.zst or .npy)"},
       {.name = "--config", .type = CLI_LIST, .dest = a->configs, .meta = "STR",
        .max = EXP_MAX_CONFIGS, .count = &a->nconfigs,
+       .def = "none beyond the experiment's",
        .help = "a configuration string (SPEC section 6), repeatable; added to the experiment's"},
       {.name = "--seed", .type = CLI_STR, .dest = &a->seed_text, .meta = "S",
+       .def = "the experiment's, else 0",
        .help = "seed of stochastic rounding and spec acceptance, decimal or 0x-hex"},
       {.name = "--reference", .type = CLI_STR, .dest = &a->reference, .meta = "STR",
        .def = "'conventional state=fp32'", .help = "the reference configuration"},
@@ -87,7 +92,11 @@ static int parse_run_args(int argc, char **argv, run_args *a, run_options *o, in
                "                     [--seed S] [--reference STR] [options above]",
       .about = "Teacher-forced decoding of K windows of N+1 tokens with the reference and every\n"
                "configuration in lockstep; per-step kl, nll, dp, top1 (SPEC section 5) go to an HDF5\n"
-               "file (SPEC section 7) as steps complete. Experiment files: docs/driver.md.",
+               "file (SPEC section 7) as steps complete. Experiment files: docs/driver.md. Options\n"
+               "override the experiment file's keys; its relative paths are relative to the file,\n"
+               "and the run file stores them absolute.",
+      .epilog = "Progress: a bar on a terminal, else a line every 5 s (RSSM_PROGRESS_SECONDS) and one\n"
+                "per checkpoint.",
       .opts = opts,
       .nopts = (int)(sizeof opts / sizeof opts[0]),
       .operands = a->operands,
@@ -156,10 +165,12 @@ int cmd_run(int argc, char **argv) {
   /* options override the file */
   if (model) {
     snprintf(e.model, sizeof e.model, "%s", model);
+    experiment_absolute_path(e.model);
     e.model_line = 0;
   }
   if (tokens) {
     snprintf(e.tokens, sizeof e.tokens, "%s", tokens);
+    experiment_absolute_path(e.tokens);
     e.tokens_line = 0;
   }
   if (steps > 0) e.steps = steps;

@@ -1,116 +1,166 @@
-/* `replayssm summary FILE.h5`: the SPEC section 5 statistics of every configuration as aligned
- * tables (docs/driver.md, "Summary"). */
-#include <math.h>
+/* `replayssm summary FILE.h5`: the SPEC section 5 statistics of every configuration as text
+ * tables, CSV or JSON (docs/driver.md, "Summary"; summary_report.h says how errors are computed). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/cli/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/driver/run_data.h"
 #include "src/driver/run_h5.h"
-#include "src/driver/summary_stats.h"
+#include "src/driver/summary_report.h"
+#include "src/driver/summary_write.h"
 #include "src/io/status.h"
 
 static const char *CMD = "summary";
 
-static void print_report(FILE *out, const char *path, const run_data *d, const summary_stats *s) {
-  int w = (int)strlen("configuration");
+#define MAX_COMPARE 64
+
+static int find_config(const run_data *d, const char *name) {
   for (int c = 0; c < d->nconfig; c++)
-    if ((int)strlen(d->cfg[c].name) > w) w = (int)strlen(d->cfg[c].name);
-  double ref = 0.0;
-  for (int64_t i = 0; i < d->K * d->N; i++) ref += d->ref_nll[i];
-  ref /= (double)(d->K * d->N);
-  fprintf(out, "%s: %lld sequences x %lld steps (shard %s), model %s\n", path, (long long)d->K,
-          (long long)d->N, d->shard, d->model);
-  fprintf(out, "reference: %s; mean nll %.4f nats/token (PPL %.4g)\n\n", d->reference, ref, exp(ref));
-  fprintf(out, "%-*s  %21s %10s %10s %10s %10s %10s  %10s %10s  %7s  %21s %9s\n", w,
-          "configuration", "mean KL +- SE", "median", "p90", "p99", "p99.9", "max", "mean dp",
-          "RMS dp", "top-1 %", "ln(PPL/PPL_ref) +- SE", "nonfinite");
-  for (int c = 0; c < d->nconfig; c++) {
-    const summary_stats *x = &s[c];
-    char mkl[40], lp[40];
-    snprintf(mkl, sizeof mkl, "%.3e +- %.1e", x->kl_mean, x->kl_se);
-    snprintf(lp, sizeof lp, "%+.3e +- %.1e", x->lnppl, x->lnppl_se);
-    fprintf(out, "%-*s  %21s %10.3e %10.3e %10.3e %10.3e %10.3e  %+10.2e %10.3e  %7.3f  %21s %9lld\n",
-            w, d->cfg[c].name, mkl, x->kl_median, x->kl_p90, x->kl_p99, x->kl_p999, x->kl_max,
-            x->dp_mean, x->dp_rms, 100.0 * x->top1, lp, (long long)x->nonfinite);
-  }
-  /* configurations whose logits stopped being finite (an overflowing state): where it began */
-  int header = 0;
-  for (int c = 0; c < d->nconfig; c++) {
-    int64_t first = -1, seq = -1, nseq = 0;
-    for (int64_t k = 0; k < d->K; k++) {
-      int64_t f = d->cfg[c].first_nonfinite[k];
-      if (f < 0) continue;
-      nseq++;
-      if (first < 0 || f < first) first = f, seq = k;
-    }
-    if (first < 0) continue;
-    if (!header) fprintf(out, "\nnot finite (from the first non-finite step on: kl = nll = inf, "
-                         "left out of the statistics above):\n");
-    header = 1;
-    fprintf(out, "%-*s  first at step %lld of sequence %lld (0-based); %lld of %lld sequences\n", w,
-            d->cfg[c].name, (long long)first, (long long)(d->offset + seq), (long long)nseq,
-            (long long)d->K);
-  }
-  if (d->nconfig == 0) return;
-  fprintf(out, "\nmean KL by position (bucket [2^b, 2^(b+1)) of the 1-based step):\n%-*s", w,
-          "configuration");
-  for (int b = 0; b < s[0].nbuckets; b++) {
-    char lab[24];
-    snprintf(lab, sizeof lab, "%lld+", (long long)(INT64_C(1) << b));
-    fprintf(out, " %9s", lab);
-  }
-  fputc('\n', out);
-  for (int c = 0; c < d->nconfig; c++) {
-    fprintf(out, "%-*s", w, d->cfg[c].name);
-    for (int b = 0; b < s[c].nbuckets; b++) fprintf(out, " %9.2e", s[c].bucket_kl[b]);
-    fputc('\n', out);
-  }
+    if (strcmp(d->cfg[c].name, name) == 0) return c;
+  return -1;
 }
 
-int cmd_summary(int argc, char **argv) {
+/* "--compare A B" takes two values, which the option table does not: its pairs are taken out of
+ * argv first (into names), the rest goes to cli_parse. Returns the new argc, or -1 after an
+ * error line. */
+static int take_compare(int argc, char **argv, char **rest, const char *(*names)[2], int *n) {
+  int m = 0;
+  *n = 0;
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && strcmp(argv[i], "--compare") == 0) {
+      if (i + 2 >= argc || argv[i + 1][0] == '-' || argv[i + 2][0] == '-') {
+        cli_error(CMD, "--compare needs two configuration names (--compare A B)");
+        return -1;
+      }
+      if (*n == MAX_COMPARE) {
+        cli_error(CMD, "more than %d --compare pairs", MAX_COMPARE);
+        return -1;
+      }
+      names[*n][0] = argv[i + 1];
+      names[*n][1] = argv[i + 2];
+      (*n)++;
+      i += 2;
+    } else {
+      rest[m++] = argv[i];
+    }
+  }
+  rest[m] = NULL;
+  return m;
+}
+
+static int parse_format(const char *v, void *dest, char *expected, size_t len) {
+  snprintf(expected, len, "text, csv or json");
+  if (strcmp(v, "text") && strcmp(v, "csv") && strcmp(v, "json")) return -1;
+  *(const char **)dest = v;
+  return 0;
+}
+
+/* Parses the command line; returns 0 to go on or the exit status with *done set. */
+static int parse_args(int argc, char **argv, const char **path, const char **format,
+                      const char *(*names)[2], int *nnames, int *done) {
+  char **rest = malloc(sizeof(char *) * ((size_t)argc + 1));
+  if (!rest) {
+    cli_error(CMD, "out of memory");
+    *done = 1;
+    return 1;
+  }
+  int rc = 0;
+  int n = take_compare(argc, argv, rest, names, nnames);
   const char *operands[1];
   int nop = 0;
+  const char *unused = NULL;
+  const cli_opt opts[] = {
+      {.name = "--format", .type = CLI_CALL, .dest = format, .meta = "text|csv|json",
+       .def = "text", .parse = parse_format,
+       .help = "text: tables of about 100 columns; csv: one row per configuration (with\n"
+               "--compare, one row per comparison instead); json: everything, NaN as null"},
+      {.name = "--compare", .type = CLI_STR, .dest = &unused, .meta = "A B",
+       .def = "each shared replay configuration against the split ones of its L and low format",
+       .help = "mean KL of configuration A over B's with a 95% interval (delta method on\n"
+               "ln(ratio) over the units, t quantile); repeatable"},
+  };
+  char about[900];
+  snprintf(about, sizeof about,
+           "For every configuration of a run file: mean KL(ref || cfg) in nats per token, KL\n"
+           "percentiles from the minimum to the maximum, its own perplexity, PPL/PPL_ref,\n"
+           "PPL - PPL_ref and ln(PPL/PPL_ref), mean and RMS of dp = p_cfg(target) - p_ref(target),\n"
+           "top-1 agreement, and the mean KL per full power-of-two position bucket. Every mean has\n"
+           "a standard error over independent units: the sequences when there are %d or more,\n"
+           "else blocks of steps (%d units in all, at least %d steps each); the output says which.\n"
+           "Configurations that went non-finite are listed with their first non-finite step;\n"
+           "their non-finite steps are left out.",
+           SR_MIN_SEQUENCE_UNITS, SR_MIN_UNITS, SR_MIN_BLOCK_STEPS);
   const cli_spec spec = {
       .cmd = CMD,
-      .usage = "summary FILE.h5",
-      .about = "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
-               "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
-               "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
-               "with its standard error, and the mean KL per power-of-two position bucket.\n"
-               "Configurations that went non-finite are listed with their first non-finite step.",
+      .usage = "summary [--format text|csv|json] [--compare A B]... FILE.h5",
+      .about = about,
+      .opts = opts,
+      .nopts = (int)(sizeof opts / sizeof opts[0]),
       .operands = operands,
       .max_operands = 1,
       .noperands = &nop,
   };
-  int done;
-  int prc = cli_parse_or_help(&spec, argc, argv, &done);
-  if (done) return prc;
-  const char *path = nop ? operands[0] : NULL;
-  if (!path) {
+  if (n < 0) {
+    *done = 1;
+    rc = 2;
+  } else {
+    rc = cli_parse_or_help(&spec, n, rest, done);
+  }
+  free(rest);
+  if (*done) return rc;
+  *path = nop ? operands[0] : NULL;
+  if (!*path) {
     cli_error(CMD, "missing FILE.h5 (see replayssm summary --help)");
+    *done = 1;
     return 2;
   }
+  return 0;
+}
+
+int cmd_summary(int argc, char **argv) {
+  const char *path = NULL, *format = "text";
+  const char *names[MAX_COMPARE][2];
+  int nnames = 0, done = 0;
+  int rc = parse_args(argc, argv, &path, &format, names, &nnames, &done);
+  if (done) return rc;
   run_data d;
   char err[1024];
-  int rc = run_h5_read(path, &d, err, sizeof err);
+  rc = run_h5_read(path, &d, err, sizeof err);
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
     return rc;
   }
-  summary_stats s[512];
-  int nc = d.nconfig < 512 ? d.nconfig : 512;
-  for (int c = 0; c < nc; c++)
-    if (summary_compute(&d, c, &s[c]) != 0) {
-      cli_error(CMD, "%s: out of memory", path);
-      run_data_free(&d);
-      return 1;
+  int pairs[MAX_COMPARE][2];
+  int npairs = nnames;
+  for (int i = 0; i < nnames; i++)
+    for (int j = 0; j < 2; j++) {
+      pairs[i][j] = find_config(&d, names[i][j]);
+      if (pairs[i][j] < 0) {
+        cli_error(CMD, "--compare: %s has no configuration '%s'", path, names[i][j]);
+        run_data_free(&d);
+        return 2;
+      }
     }
-  int all = d.nconfig;
-  d.nconfig = nc; /* beyond 512 configurations only the first 512 are reported */
-  print_report(stdout, path, &d, s);
-  d.nconfig = all;
+  if (nnames == 0) npairs = sr_default_pairs(&d, pairs, MAX_COMPARE);
+  sr_report r;
+  if (sr_build(&d, &r) != 0) {
+    cli_error(CMD, "%s: out of memory", path);
+    run_data_free(&d);
+    return 1;
+  }
+  sr_compare cmp[MAX_COMPARE];
+  for (int i = 0; i < npairs; i++) cmp[i] = sr_compare_configs(&r, pairs[i][0], pairs[i][1]);
+  rc = 0;
+  if (strcmp(format, "json") == 0)
+    rc = sr_write_json(stdout, path, &d, &r, cmp, npairs) == 0 ? 0 : 1;
+  else if (strcmp(format, "csv") == 0)
+    sr_write_csv(stdout, &d, &r, cmp, npairs, nnames > 0);
+  else
+    sr_write_text(stdout, path, &d, &r, cmp, npairs);
+  if (rc) cli_error(CMD, "%s: out of memory", path);
+  sr_free(&r);
   run_data_free(&d);
-  return 0;
+  return rc;
 }

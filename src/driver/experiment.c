@@ -1,11 +1,14 @@
 /* Experiment files and effective experiments (experiment.h). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "src/driver/experiment.h"
 
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/io/parse_num.h"
 #include "src/io/status.h"
@@ -132,11 +135,24 @@ static char *reader(char *str, int num, void *stream) {
   return str;
 }
 
+void experiment_absolute_path(char *path) {
+  if (!path[0] || strncmp(path, "toy:", 4) == 0) return;
+  char tmp[EXP_PATH_MAX], cwd[EXP_PATH_MAX];
+  if (path[0] != '/') {
+    if (!getcwd(cwd, sizeof cwd)) return;
+    if (snprintf(tmp, sizeof tmp, "%s/%s", cwd, path) >= (int)sizeof tmp) return;
+    snprintf(path, EXP_PATH_MAX, "%s", tmp);
+  }
+  /* without "..", "." and links where the path exists (PATH_MAX <= EXP_PATH_MAX) */
+  if (realpath(path, tmp)) snprintf(path, EXP_PATH_MAX, "%s", tmp);
+}
+
 static void resolve(const parse_ctx *c, const char *value, char *out) {
   if (value[0] == '/' || strncmp(value, "toy:", 4) == 0 || !c->dir[0])
     snprintf(out, EXP_PATH_MAX, "%s", value);
   else if (snprintf(out, EXP_PATH_MAX, "%s/%s", c->dir, value) >= EXP_PATH_MAX)
     out[0] = '\0'; /* longer than any path: reported as missing */
+  experiment_absolute_path(out);
 }
 
 static int parse_count(parse_ctx *c, const char *key, const char *value, int64_t lo, int64_t hi,

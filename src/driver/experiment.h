@@ -9,7 +9,8 @@
  * and sections [config NAME] (spec = CONFIG; NAME is the label) and [sweep NAME] (template =,
  * sweep.KEY = ...). A sweep expands the template over the Cartesian product of its value lists
  * (first key outermost), substituting {KEY}; expanded configurations follow the explicit ones.
- * Relative paths are relative to the experiment file's directory.
+ * Relative paths are relative to the experiment file's directory; they are stored (and printed
+ * in the effective experiment) as absolute paths, so that the stored text runs from anywhere.
  * Every error names the file and line: "FILE:LINE: what is wrong (expected ...)". */
 #ifndef RSSM_DRIVER_EXPERIMENT_H
 #define RSSM_DRIVER_EXPERIMENT_H
@@ -64,6 +65,10 @@ void experiment_where(const experiment *e, int line, const char *option, char *b
 /* The effective experiment as INI text (malloc'ed, NUL-terminated): printed at the start of a run
  * and stored in the output file. Parsing it gives back the same experiment. */
 char *experiment_to_text(const experiment *e);
+
+/* Makes a path absolute in place (relative to the working directory, then without "." and ".."
+ * and links where it exists); "toy:..." and "" are left alone. path holds EXP_PATH_MAX bytes. */
+void experiment_absolute_path(char *path);
 
 /* The HDF5 group name of a label: '/' -> '_'. out holds SSM_NAME_MAX bytes. */
 void experiment_group_name(const char *label, char *out);

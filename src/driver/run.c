@@ -18,6 +18,7 @@
 #include "src/driver/run_engine.h"
 #include "src/driver/run_h5.h"
 #include "src/driver/run_internal.h"
+#include "src/driver/run_progress.h"
 #include "src/io/status.h"
 #include "src/ssm/ssm_accept.h"
 #include "src/io/atomic_file.h"
@@ -38,6 +39,7 @@ typedef struct {
   int parts;              /* > 1: group_item g is configurations part g % parts of sequence
                            * g / parts, without the reference (ref_item ran before) */
   int spec_only;          /* pair_item: only spec pairs (the others went through group_item) */
+  run_progress *prog;     /* decoder steps counted for the progress reports; may be NULL */
   char err[1024];         /* first error of the phase (under the pool's rule: first nonzero) */
   int err_set;
 } phase_ctx;
@@ -81,6 +83,7 @@ static int ref_item(void *ctx, int64_t k, int thread) {
       return RSSM_ERR_INPUT;
     }
     r->d.ref_nll[k * r->N + t] = -lp[(size_t)row * V + (size_t)x[t + 1]];
+    run_progress_add(p->prog, 1);
   }
   return 0;
 }
@@ -152,6 +155,7 @@ static int pair_item(void *ctx, int64_t pi, int thread) {
         return 0;
       }
       r->cursor[pi] = t + 1;
+      run_progress_add(p->prog, 1);
     }
     return 0;
   }
@@ -175,6 +179,7 @@ static int pair_item(void *ctx, int64_t pi, int thread) {
     if (rc != RSSM_OK) goto fail;
     r->cursor[pi] = t + a;
     r->round[pi]++;
+    run_progress_add(p->prog, a);
   }
   return 0;
 fail : {
@@ -272,6 +277,7 @@ static int group_item(void *ctx, int64_t g, int thread) {
       rc = src;
       break;
     }
+    run_progress_add(p->prog, n);
     int64_t row = t - r->base;
     for (int i = 0; i < n && rc == 0; i++) {
       if (who[i] >= 0) continue;
@@ -503,6 +509,7 @@ static int64_t min_cursor(const runner *r) {
 }
 
 int run_experiment(const experiment *e, const run_options *o, char *err, size_t errlen) {
+  double t_start = now_s();
   char part[4200], ckpt[4200];
   snprintf(part, sizeof part, "%s.part", o->out);
   snprintf(ckpt, sizeof ckpt, "%s.ckpt", o->out);
@@ -596,6 +603,11 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   int64_t last_ckpt = r.b0;
   double t0 = now_s();
   int64_t done0 = r.written;
+  /* reports by time between the blocks' (RSSM_PROGRESS_SECONDS, default 5) */
+  const char *pe = getenv("RSSM_PROGRESS_SECONDS");
+  double every = pe && atof(pe) > 0 ? atof(pe) : 5.0;
+  if (!o->quiet && rc == RSSM_OK)
+    p.prog = run_progress_start(r.N, r.K * (r.C + 1), r.written, every, o->progress);
   while (rc == RSSM_OK && r.b0 < r.N) {
     int64_t b1 = r.b0 + r.B < r.N ? r.b0 + r.B : r.N;
     p.b1 = b1;
@@ -645,10 +657,15 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
                 (long long)done, (long long)r.N, rate, ckpt);
       }
     }
+    run_progress_steps(p.prog, done);
     if (o->progress) progress(done, r.N, done0, t0);
     if (++blocks == kill_after) raise(SIGKILL); /* tests: die between two blocks */
   }
-  if (o->progress) fputc('\n', stderr);
+  run_progress_stop(p.prog);
+  if (rc == RSSM_OK && run_h5_set_wall_seconds(h, now_s() - t_start) != 0) {
+    snprintf(err, errlen, "%s: writing the attribute wall_seconds failed", part);
+    rc = RSSM_ERR_IO;
+  }
   free(p.scratch_logits);
   free(p.scratch_lp);
   if (run_h5_close(h) != 0 && rc == RSSM_OK) {

@@ -169,6 +169,7 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
   }
   H5Pclose(gcpl);
   if (cfgs >= 0) H5Gclose(cfgs);
+  if (rc == 0) rc = run_h5_describe(f, d);
   if (rc != 0) {
     run_h5_free_handles(h);
     H5Fclose(h->file);
@@ -208,6 +209,11 @@ int run_h5_write_columns(run_h5 *h, const run_data *d, int64_t c0, int64_t c1, c
   return RSSM_OK;
 }
 
+int run_h5_set_wall_seconds(run_h5 *h, double seconds) {
+  if (H5Aexists(h->file, "wall_seconds") > 0 && H5Adelete(h->file, "wall_seconds") < 0) return -1;
+  return h5_attr_num(h->file, "wall_seconds", H5T_NATIVE_DOUBLE, &seconds);
+}
+
 int run_h5_close(run_h5 *h) {
   if (!h) return 0;
   run_h5_free_handles(h);
@@ -235,28 +241,15 @@ int run_h5_write_all(const char *path, const run_data *d, char *err, size_t errl
 /* ------------------------------------------------------------------ reading --------------- */
 
 static int read_attr_str(hid_t obj, const char *name, char *out, size_t outlen, char **dyn) {
-  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-  if (a < 0) return -1;
-  hid_t type = H5Aget_type(a);
-  int rc = -1;
-  if (H5Tget_class(type) == H5T_STRING && !H5Tis_variable_str(type)) {
-    size_t n = H5Tget_size(type);
-    char *buf = malloc(n + 1);
-    if (buf && H5Aread(a, type, buf) >= 0) {
-      buf[n] = '\0';
-      if (dyn) {
-        *dyn = buf;
-        buf = NULL;
-      } else {
-        snprintf(out, outlen, "%s", buf);
-      }
-      rc = 0;
-    }
-    free(buf);
+  char *v = NULL;
+  if (h5_attr_read_str(obj, name, &v) != 0) return -1; /* fixed (older files) or UTF-8 vlen */
+  if (dyn) {
+    *dyn = v;
+  } else {
+    snprintf(out, outlen, "%s", v);
+    free(v);
   }
-  H5Tclose(type);
-  H5Aclose(a);
-  return rc;
+  return 0;
 }
 
 static int read_attr_num(hid_t obj, const char *name, hid_t mem, void *out) {

@@ -6,6 +6,9 @@
  *     (/reference has attributes spec and name)
  *   /configs/NAME/ (attributes spec, name; NAME = label with '/' -> '_'; created in order):
  *     kl, nll, dp float32 [K, N]; top1 uint8 [K, N]; first_nonfinite int64 [K]
+ *   every string attribute is UTF-8 variable-length; every dataset has attributes units,
+ *   dimensions (axis names) and description; the root also has created (ISO 8601 UTC), host and,
+ *   once the run is complete, wall_seconds (the writing process's run time)
  * [K, N] datasets are chunked [1, min(N, 1024)] along N: a run writes column ranges as steps
  * complete. */
 #ifndef RSSM_DRIVER_RUN_H5_H
@@ -13,6 +16,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <hdf5.h>
 
 #include "src/driver/run_data.h"
 
@@ -26,6 +31,8 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
 /* Writes columns [c0, c1) of every [K, N] dataset and the whole first_nonfinite, then flushes. */
 int run_h5_write_columns(run_h5 *h, const run_data *d, int64_t c0, int64_t c1, char *err,
                          size_t errlen);
+/* Records the run's wall time (root attribute wall_seconds, float64). Returns 0 or -1. */
+int run_h5_set_wall_seconds(run_h5 *h, double seconds);
 /* Closes the file; returns 0 or -1 when closing failed. */
 int run_h5_close(run_h5 *h);
 
@@ -35,5 +42,9 @@ int run_h5_read(const char *path, run_data *d, char *err, size_t errlen);
 
 /* Writes a whole run_data to path atomically (temporary file, fsync, rename): merge. */
 int run_h5_write_all(const char *path, const run_data *d, char *err, size_t errlen);
+
+/* Units, dimension names and descriptions of every dataset of an open run file, and the root
+ * attributes created and host (run_h5_describe.c). Returns 0 or -1. */
+int run_h5_describe(hid_t file, const run_data *d);
 
 #endif
