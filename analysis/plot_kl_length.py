@@ -86,13 +86,13 @@ def _draw(ax, name, spec, buckets, style, first_bad, notes, edge=None):
         ax.plot(below, [edge] * len(below), ls="none", marker="v", ms=5, color=style["color"],
                 clip_on=False)
     if xs:
-        ax.plot(xs, ys, marker=style["marker"], ms=3.5, lw=1.4, ls=style["ls"],
-                color=style["color"], label=name)
+        ax.plot(xs, ys, marker=style["marker"], ms=3.5, lw=1.3, ls=style["ls"],
+                color=style["color"], mfc=style["mfc"], label=name)
         ax.fill_between(xs, lo_band, hi_band, color=style["color"], alpha=0.15, lw=0)
     else:
         notes.append(f"{name}: no positive finite mean KL")
     if zero:
-        notes.append(f"{name}: mean KL 0 (not drawn on a log axis) at lengths {', '.join(zero)}")
+        notes.append(("zero", ", ".join(zero), name))
     if first_bad is not None:
         ax.axvline(first_bad, color=style["color"], ls=":", lw=1.0)
         ax.plot([first_bad], [ys[-1] if ys else 1.0], marker="x", ms=8, color=style["color"],
@@ -108,10 +108,11 @@ def plot(stem, rows, path, K, N, first_bad=None):
     control = [n for n, (sp, _) in curves.items() if rc.is_control(sp)]
     main = [n for n in curves if n not in control]
     if control and main:
-        fig, (ax, axc) = plt.subplots(2, 1, figsize=(8.0, 6.2), sharex=True,
+        fig, (ax, axc) = plt.subplots(2, 1, figsize=(8.0 + 2.4 * ((len(curves) - 1) // 14), 6.2),
+                                      sharex=True,
                                       gridspec_kw={"height_ratios": [3, 1.2]})
     else:
-        fig, ax = plt.subplots(figsize=(8.0, 4.8))
+        fig, ax = plt.subplots(figsize=(8.0 + 2.4 * ((len(curves) - 1) // 14), 4.8))
         axc = None
     notes = []
     first_bad = first_bad or {}
@@ -127,7 +128,7 @@ def plot(stem, rows, path, K, N, first_bad=None):
     ax.set_title(f"{stem}: KL against generation length\n{K} sequences x {N} steps; "
                  "band: +-1 standard error between sequences", fontsize=9)
     rc.log_axis(ax)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    rc.legend(ax, len(shown))
     last = ax
     if axc is not None:
         for n in control:
@@ -136,9 +137,16 @@ def plot(stem, rows, path, K, N, first_bad=None):
         axc.set_title("control (fp32 checkpoints): the harness's floor, reassociation only",
                       fontsize=8)
         rc.log_axis(axc)
-        axc.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        rc.legend(axc, len(control))
         last = axc
     last.set_xlabel("generation length (tokens; mean over power-of-two buckets of positions)")
+    zeros = {}
+    for x in [x for x in notes if isinstance(x, tuple)]:
+        zeros.setdefault(x[1], []).append(x[2])
+    notes = [x for x in notes if not isinstance(x, tuple)]
+    for where, names in zeros.items():
+        who = ", ".join(names) if len(names) <= 4 else f"{len(names)} configurations"
+        notes.append(f"mean KL exactly 0 (not drawn on a log axis) at lengths {where}: {who}")
     if notes:
         fig.text(0.01, 0.005, "\n".join(notes), fontsize=6, va="bottom")
     fig.tight_layout(rect=(0, 0.022 * len(notes), 1, 1))

@@ -48,12 +48,16 @@ def table(run):
     return rows
 
 
-def plot(run, rows, path):
+def plot(stem, rows, path, size=""):
     plt = rc.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), sharey=True)
-    byg = {}
+    byg, single = {}, []
     for r in rows:
         byg.setdefault(r[0], []).append(r)
+    # a group with one L is no curve against L (the fp32 control, typically, 8 decades below):
+    # named under the plot instead of squeezing the others
+    for g in [g for g, rs in byg.items() if len({r[1] for r in rs}) < 2]:
+        single += [f"{g} (L={r[1]} only: {float(r[4]):.2g} nats)" for r in byg.pop(g)]
     last = f"lengths {rows[0][7]}..{rows[0][8]}" if rows else "last bucket"
     panels = ((axes[0], 4, 5, 6, "all steps"), (axes[1], 9, 10, 11, last))
     st = rc.styles([(g, g) for g in byg])
@@ -66,7 +70,7 @@ def plot(run, rows, path):
                 Ls, ys, ses = zip(*pts)
                 ses = [s if math.isfinite(s) else 0.0 for s in ses]
                 ax.errorbar(Ls, ys, yerr=ses, marker=style["marker"], ms=4, capsize=2,
-                            color=style["color"], ls=style["ls"], label=g)
+                            color=style["color"], mfc=style["mfc"], ls=style["ls"], label=g)
             for r in rs:
                 if int(r[inf]) > 0:
                     ax.plot([r[1]], [float(r[im]) if math.isfinite(float(r[im])) else 1.0],
@@ -76,10 +80,12 @@ def plot(run, rows, path):
         ax.set_xlabel("replay window L")
         ax.set_title(title)
     axes[0].set_ylabel("mean KL(p_ref || p_cfg) (nats/token)")
-    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    fig.suptitle(f"{run.stem}: KL against the replay window L ({run.K} sequences x {run.N} "
-                 "steps; bars: +-1 SE between sequences; x: non-finite steps)", fontsize=9)
-    fig.tight_layout()
+    rc.legend(axes[1], len(byg))
+    fig.suptitle(f"{stem}: KL against the replay window L ({size}bars: +-1 SE between "
+                 "sequences; x: non-finite steps)", fontsize=9)
+    if single:
+        fig.text(0.01, 0.01, "not drawn: " + "; ".join(single), fontsize=7)
+    fig.tight_layout(rect=(0, 0.04 if single else 0, 1, 1))
     pdf = rc.save_figure(fig, path)
     plt.close(fig)
     return pdf
@@ -87,25 +93,52 @@ def plot(run, rows, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("runs", nargs="+", help="run HDF5 files (SPEC section 7)")
+    ap.add_argument("runs", nargs="+",
+                    help="run HDF5 files (SPEC section 7) or STEM_kl_window.csv files")
     ap.add_argument("--out-dir", required=True)
     a = ap.parse_args()
     rc.ensure_dir(a.out_dir)
     for path in a.runs:
-        run = rc.load_run(path)
-        rows = table(run)
+        if path.endswith("_kl_window.csv"):
+            rows = read_window_csv(path)
+            stem, size, made = os.path.basename(path)[:-len("_kl_window.csv")], "", []
+        else:
+            run = rc.load_run(path)
+            rows = table(run)
+            stem, size = run.stem, f"{run.K} sequences x {run.N} steps; "
         Ls = {}
         for r in rows:
             Ls.setdefault(r[0], set()).add(r[1])
         if not any(len(v) > 1 for v in Ls.values()):
-            print(f"{run.stem}: no kl_window figure or table: no configuration group varies L "
+            print(f"{stem}: no kl_window figure or table: no configuration group varies L "
                   f"(windows {sorted(set().union(*Ls.values())) if Ls else 'none'})")
             continue
-        csv_path = os.path.join(a.out_dir, f"{run.stem}_kl_window.csv")
-        rc.write_csv(csv_path, CSV_HEADER, rows)
-        png = os.path.join(a.out_dir, f"{run.stem}_kl_window.png")
-        pdf = plot(run, rows, png)
-        print(f"wrote {png}, {pdf} and {csv_path}")
+        if not path.endswith("_kl_window.csv"):
+            csv_path = os.path.join(a.out_dir, f"{stem}_kl_window.csv")
+            rc.write_csv(csv_path, CSV_HEADER, rows)
+            made = [csv_path]
+        png = os.path.join(a.out_dir, f"{stem}_kl_window.png")
+        pdf = plot(stem, rows, png, size)
+        print(f"wrote {', '.join([png, pdf] + made)}")
+
+
+def read_window_csv(path):
+    """Rows of a STEM_kl_window.csv that this script wrote (L as int, the rest as text)."""
+    import csv
+    try:
+        with open(path, newline="") as f:
+            r = list(csv.reader(f))
+    except OSError as e:
+        raise rc.InputError(f"{path}: cannot read ({e.strerror})")
+    if not r or r[0] != CSV_HEADER or len(r) < 2:
+        raise rc.InputError(f"{path}: expected the header {CSV_HEADER} and at least one row")
+    rows = []
+    for i, row in enumerate(r[1:]):
+        if len(row) != len(CSV_HEADER):
+            raise rc.InputError(f"{path}: line {i + 2} has {len(row)} fields "
+                                f"(expected {len(CSV_HEADER)})")
+        rows.append([row[0], int(row[1])] + row[2:])
+    return rows
 
 
 if __name__ == "__main__":

@@ -200,8 +200,7 @@ def plot(rows, path):
     if allv:
         lo, hi = min(allv), max(allv)
         ax1.plot([lo, hi], [lo, hi], color="k", lw=0.8, label="measured = predicted")
-    ax1.set_xscale("log")
-    ax1.set_yscale("log")
+    rc.log_axis(ax1)
     ax1.set_xlabel("predicted Var D (units of each row's scale, squared)")
     ax1.set_ylabel("measured Var D")
     ax1.legend(fontsize=7)
@@ -220,13 +219,12 @@ def plot(rows, path):
             ax.plot(x, y, "-" if f.endswith("/sr") else "--", marker="o", ms=2.5, lw=1.0,
                     color=cmap(fmts.index(f) % 20), label=f)
         ax.axhspan(0.95, 1.05, color="0.85", zorder=0)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        rc.log_axis(ax)
         ax.set_xlabel("1 - alpha")
         ax.set_title(f"{g}: measured / predicted Var D (conventional)")
         ax.legend(fontsize=5, ncol=2, title="dashed RTN, solid SR", title_fontsize=6)
     fig.tight_layout()
-    rc.save_png(fig, path)
+    rc.save_figure(fig, path)
     plt.close(fig)
 
 

@@ -360,17 +360,57 @@ def family(spec):
     return "other"
 
 
+FORMAT_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B",
+                  "#7F7F7F", "#BCBD22", "#17BECF"]
+FAMILY_STYLES = {"control": "-", "conventional": "-", "replay shared": "--", "replay split": "-.",
+                 "spec shared": ":", "spec split": (0, (5, 1, 1, 1, 1, 1)), "other": (0, (1, 1))}
+
+
+def low_format(spec):
+    """The format a configuration stores at low precision, without rounding: lp, ckpt or state."""
+    _, keys = parse_spec(spec)
+    for k in ("lp", "ckpt", "state", "hp"):
+        if k in keys:
+            return keys[k].split("/")[0]
+    return "?"
+
+
 def styles(configs):
-    """{name: dict(color, ls, marker)} for (name, spec) pairs, in their order."""
-    seen = {}
-    out = {}
-    for name, spec in configs:
-        fam = family(spec)
-        i = seen.get(fam, 0)
-        seen[fam] = i + 1
-        out[name] = {"color": FAMILY_COLOURS[fam], "ls": LINE_STYLES[i % len(LINE_STYLES)],
-                     "marker": MARKERS[(i // len(LINE_STYLES) + i) % len(MARKERS)]}
+    """{name: dict(color, ls, marker, mfc)} for (name, spec) pairs, in their order.
+
+    With one low-precision format per family (a quickstart), each family has its colour (Okabe-Ito,
+    readable in colour-blind vision) and line style. With several formats (a sweep over formats),
+    the colour is the format's, the line style the family's, and the marker is filled for
+    stochastic rounding, open for round-to-nearest. Members that would still look alike (a sweep
+    over L) get different markers and line styles."""
+    fams = [family(sp) for _, sp in configs]
+    fmts = sorted({low_format(sp) for (_, sp), f in zip(configs, fams) if f != "control"})
+    by_format = len(fmts) > len({f for f in fams if f != "control"})  # a sweep over formats
+    out, seen = {}, {}
+    for (name, spec), fam in zip(configs, fams):
+        if fam == "control":
+            colour = "#000000"
+        elif by_format:
+            colour = FORMAT_COLOURS[fmts.index(low_format(spec)) % len(FORMAT_COLOURS)]
+        else:
+            colour = FAMILY_COLOURS[fam]
+        key = (colour, fam)
+        i = seen.get(key, 0)
+        seen[key] = i + 1
+        if by_format:  # the family's style always; rounding and repeats by the marker
+            ls = FAMILY_STYLES[fam]
+        else:
+            ls = FAMILY_STYLES[fam] if i == 0 else LINE_STYLES[i % len(LINE_STYLES)]
+        sr = "/sr" in spec
+        out[name] = {"color": colour, "ls": ls, "marker": MARKERS[i % len(MARKERS)],
+                     "mfc": colour if (sr or not by_format) else "white"}
     return out
+
+
+def legend(ax, n):
+    """Outside the axes on the right, in columns of at most 14 entries."""
+    ax.legend(fontsize=6.5 if n > 8 else 7, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              frameon=False, ncol=max(1, -(-n // 14)))
 
 
 def save_figure(fig, png_path):
