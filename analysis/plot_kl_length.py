@@ -155,26 +155,6 @@ def plot(stem, rows, path, K, N, first_bad=None):
     return pdf
 
 
-def read_bucket_csv(path):
-    """Rows of a STEM_kl_buckets.csv that this script (or an earlier run of it) wrote."""
-    import csv
-    try:
-        with open(path, newline="") as f:
-            r = list(csv.reader(f))
-    except OSError as e:
-        raise rc.InputError(f"{path}: cannot read ({e.strerror})")
-    if not r or r[0] != CSV_HEADER:
-        raise rc.InputError(f"{path}: header {r[0] if r else '(empty)'} (expected {CSV_HEADER})")
-    rows = r[1:]
-    if not rows:
-        raise rc.InputError(f"{path}: no buckets (expected one row per configuration and bucket)")
-    for i, row in enumerate(rows):
-        if len(row) != len(CSV_HEADER):
-            raise rc.InputError(f"{path}: line {i + 2} has {len(row)} fields "
-                                f"(expected {len(CSV_HEADER)})")
-    return rows
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+",
@@ -184,7 +164,7 @@ def main():
     rc.ensure_dir(a.out_dir)
     for path in a.runs:
         if path.endswith("_kl_buckets.csv"):
-            rows = read_bucket_csv(path)
+            rows = rc.read_csv_rows(path, CSV_HEADER)
             stem = os.path.basename(path)[:-len("_kl_buckets.csv")]
             K, N = int(rows[0][4]), max(int(r[3]) for r in rows)
             first_bad = {}

@@ -100,7 +100,7 @@ def main():
     rc.ensure_dir(a.out_dir)
     for path in a.runs:
         if path.endswith("_kl_window.csv"):
-            rows = read_window_csv(path)
+            rows = [[r[0], int(r[1])] + r[2:] for r in rc.read_csv_rows(path, CSV_HEADER)]
             stem, size, made = os.path.basename(path)[:-len("_kl_window.csv")], "", []
         else:
             run = rc.load_run(path)
@@ -120,25 +120,6 @@ def main():
         png = os.path.join(a.out_dir, f"{stem}_kl_window.png")
         pdf = plot(stem, rows, png, size)
         print(f"wrote {', '.join([png, pdf] + made)}")
-
-
-def read_window_csv(path):
-    """Rows of a STEM_kl_window.csv that this script wrote (L as int, the rest as text)."""
-    import csv
-    try:
-        with open(path, newline="") as f:
-            r = list(csv.reader(f))
-    except OSError as e:
-        raise rc.InputError(f"{path}: cannot read ({e.strerror})")
-    if not r or r[0] != CSV_HEADER or len(r) < 2:
-        raise rc.InputError(f"{path}: expected the header {CSV_HEADER} and at least one row")
-    rows = []
-    for i, row in enumerate(r[1:]):
-        if len(row) != len(CSV_HEADER):
-            raise rc.InputError(f"{path}: line {i + 2} has {len(row)} fields "
-                                f"(expected {len(CSV_HEADER)})")
-        rows.append([row[0], int(row[1])] + row[2:])
-    return rows
 
 
 if __name__ == "__main__":

@@ -298,6 +298,24 @@ def write_csv(path, header, rows):
     os.replace(tmp, path)
 
 
+def read_csv_rows(path, header):
+    """The rows of a CSV file that one of the scripts wrote with this header: every row as many
+    fields as the header, at least one row."""
+    try:
+        with open(path, newline="") as f:
+            r = list(csv.reader(f))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})")
+    if not r or r[0] != header:
+        raise InputError(f"{path}: header {r[0] if r else '(empty)'} (expected {header})")
+    if len(r) < 2:
+        raise InputError(f"{path}: no rows after the header")
+    for i, row in enumerate(r[1:]):
+        if len(row) != len(header):
+            raise InputError(f"{path}: line {i + 2} has {len(row)} fields (expected {len(header)})")
+    return r[1:]
+
+
 def write_text(path, text):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:

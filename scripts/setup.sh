@@ -6,6 +6,7 @@
 #   bash scripts/setup.sh [--target NAME]   build only NAME (e.g. replayssm: the tool without
 #                                           the tests, what the quickstart runs); default: all
 #   BUILD_DIR  build tree (default: build)      JOBS  parallel build jobs (default: 2)
+#   CMAKE_ARGS extra configure arguments, e.g. -DRSSM_CUDA=OFF (a CPU-only build where nvcc exists)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,5 +39,6 @@ if ((${#missing[@]})); then
 fi
 
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DRSSM_WERROR=ON
+read -r -a EXTRA <<<"${CMAKE_ARGS:-}"
+cmake -S . -B "$BUILD_DIR" -DRSSM_WERROR=ON "${EXTRA[@]}"
 cmake --build "$BUILD_DIR" -j"${JOBS:-2}" "${TARGET[@]}"

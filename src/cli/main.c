@@ -22,9 +22,9 @@ static const rssm_command commands[] = {
     {"quant", cmd_quant, "fake-quantise a float32 .npy array to a number format (SPEC 3-4)"},
     {"run", cmd_run, "teacher-forced decoding of an experiment: per-step KL etc. in HDF5 (SPEC 5, 7)"},
     {"ssm-sim", cmd_ssm_sim, "one SSM layer, random inputs: state error of each configuration"},
-    {"summary", cmd_summary, "the SPEC 5 statistics of every configuration of a run file"},
+    {"summary", cmd_summary, "KL, PPL, dp, top-1 per configuration with errors (text/csv/json)"},
     {"theory", cmd_theory, "Appendix C.6 error-propagation model against the real quantisers"},
-    {"tokens", cmd_tokens, "build a byte-level .tok.zst token stream from text or PG-19"},
+    {"tokens", cmd_tokens, "text or PG-19 to .tok.zst tokens (bytes or a tokenizer.json)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
