@@ -30,27 +30,30 @@ def reading(js):
            f"standard error over {js['error_units']['description']}."]
     for c in cfgs:
         if is_control(c["spec"]):
-            out.append(f"The control '{c['name']}' (fp32 checkpoints) differs from the reference "
+            out.append(f"The control ('{c['name']}', fp32 checkpoints) differs from the reference "
                        f"by {pm(c['mean_kl'])} nats/token: that is the harness's floor (the same "
                        "fp32 arithmetic, reassociated), so a configuration far above it measures "
                        "its number format, not the harness.")
     by = {c["name"]: c for c in cfgs}
+    against = {}
     for x in js["comparisons"]:
-        a, b = by[x["a"]], by[x["b"]]
-        out.append(f"Storing the checkpoint in one shared low-precision copy ('{a['name']}', "
-                   f"{pm(a['mean_kl'])}) costs {x['kl_ratio']:.3g} times the KL of the split "
-                   f"high/low-precision copy ('{b['name']}', {pm(b['mean_kl'])}; 95% interval "
-                   f"{x['ci95_low']:.3g} to {x['ci95_high']:.3g}).")
+        against.setdefault(x["a"], []).append(x)
+    for a, xs in against.items():
+        parts = [f"{x['kl_ratio']:.3g} times that of '{x['b']}' ({pm(by[x['b']]['mean_kl'])}; 95% "
+                 f"interval {x['ci95_low']:.3g} to {x['ci95_high']:.3g})" for x in xs]
+        out.append(f"The mean KL of '{a}' ({pm(by[a]['mean_kl'])}) is " + " and ".join(parts) + ".")
     rest = [c for c in cfgs if not is_control(c["spec"])]
     if rest:
-        worst = max(rest, key=lambda c: c["mean_kl"]["value"] or 0.0)
-        best = min(rest, key=lambda c: c["mean_kl"]["value"] or 0.0)
+        lo = min(rest, key=lambda c: c["mean_kl"]["value"] or 0.0)
+        hi = max(rest, key=lambda c: c["mean_kl"]["value"] or 0.0)
+        ppl = max(rest, key=lambda c: abs((c["ppl_ratio"]["value"] or 1.0) - 1.0))
+        top = min(rest, key=lambda c: c["top1_agreement"]["value"] or 0.0)
         out.append(f"Across the low-precision configurations the mean KL runs from "
-                   f"{best['mean_kl']['value']:.2e} ('{best['name']}') to "
-                   f"{worst['mean_kl']['value']:.2e} ('{worst['name']}'), which changes the "
-                   f"perplexity by a factor of {pm(worst['ppl_ratio'], '{:.5f}')} at most and "
-                   f"keeps the reference's top-1 token on "
-                   f"{100 * worst['top1_agreement']['value']:.2f}% of the steps or more.")
+                   f"{lo['mean_kl']['value']:.2e} ('{lo['name']}') to {hi['mean_kl']['value']:.2e} "
+                   f"('{hi['name']}'); the perplexity moves by a factor of at most "
+                   f"{pm(ppl['ppl_ratio'], '{:.5f}')} ('{ppl['name']}'), and the reference's top-1 "
+                   f"token is kept on {100 * top['top1_agreement']['value']:.2f}% of the steps or "
+                   f"more ('{top['name']}' lowest).")
     nf = [c["name"] for c in cfgs if c["nonfinite_steps"]]
     if nf:
         out.append(f"Went non-finite (steps left out): {', '.join(nf)}.")
