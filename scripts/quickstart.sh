@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.."
 t0=$SECONDS
 BUILD_DIR=${BUILD_DIR:-build}
 export BUILD_DIR
+# the demo runs on the CPU: without a GPU, the CUDA paths are not built (minutes of nvcc)
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "quickstart: no GPU here: building the CPU paths only (-DRSSM_CUDA=OFF)"
+  export CMAKE_ARGS="-DRSSM_CUDA=OFF ${CMAKE_ARGS:-}"
+fi
 bash scripts/setup.sh --target replayssm
 t_build=$((SECONDS - t0))
 BIN="$BUILD_DIR/replayssm"

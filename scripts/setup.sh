@@ -40,5 +40,7 @@ fi
 
 BUILD_DIR=${BUILD_DIR:-build}
 read -r -a EXTRA <<<"${CMAKE_ARGS:-}"
+# the CUDA paths unless asked otherwise (a cache that a CPU-only quickstart left is switched back)
+if [[ " ${CMAKE_ARGS:-} " != *" -DRSSM_CUDA="* ]]; then EXTRA+=(-DRSSM_CUDA=ON); fi
 cmake -S . -B "$BUILD_DIR" -DRSSM_WERROR=ON "${EXTRA[@]}"
 cmake --build "$BUILD_DIR" -j"${JOBS:-2}" "${TARGET[@]}"
