@@ -74,12 +74,13 @@ static int parse_args(int argc, char **argv, const char **path, const char **for
   const cli_opt opts[] = {
       {.name = "--format", .type = CLI_CALL, .dest = format, .meta = "text|csv|json",
        .def = "text", .parse = parse_format,
-       .help = "text: tables of about 100 columns; csv: one row per configuration (with\n"
-               "--compare, one row per comparison instead); json: everything, NaN as null"},
+       .help = "text: tables of about 100 columns; csv: one row per\n"
+               "configuration (with --compare: per comparison); json: all, NaN as null"},
       {.name = "--compare", .type = CLI_STR, .dest = &unused, .meta = "A B",
-       .def = "each shared replay configuration against the split ones of its L and low format",
-       .help = "mean KL of configuration A over B's with a 95% interval (delta method on\n"
-               "ln(ratio) over the units, t quantile); repeatable"},
+       .def = "shared vs split",
+       .help = "mean KL of configuration A over B's, 95% interval (delta method\n"
+               "on ln(ratio) over the units, t quantile); repeatable. Default: each\n"
+               "shared replay configuration against the split ones of its L and format"},
   };
   char about[900];
   snprintf(about, sizeof about,
