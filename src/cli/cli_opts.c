@@ -169,6 +169,7 @@ void cli_help(const cli_spec *s, FILE *out) {
     else fprintf(out, "%-*s", col, head);
     print_wrapped(out, o->help ? o->help : "", col);
     if (o->def) fprintf(out, " (default %s)", o->def);
+    else if (o->type == CLI_FLAG) fputs(" (default off)", out);
     fputc('\n', out);
   }
   if (s->epilog) fprintf(out, "\n%s\n", s->epilog);
