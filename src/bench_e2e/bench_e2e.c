@@ -26,7 +26,7 @@
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/io/parse_num.h"
 #include "src/io/status.h"
 #include "src/model/model.h"

@@ -42,7 +42,7 @@
 #include "quant/format.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
 #include "src/ssm_cuda/ssm_cuda.h"
