@@ -1061,7 +1061,6 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
     rr->ms = tmed * 1e3;
     snprintf(rr->csv, sizeof rr->csv, "%s", a.out ? row : "");
   }
-}
   return 0;
 }
 #endif
