@@ -21,9 +21,12 @@ def functions(path):
     for i, line in enumerate(lines):
         if start is None:
             if SIG.match(line) and not line.startswith(("typedef", "struct", "enum", "union")):
-                start = i
                 name = re.search(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(", line)
                 name = name.group(1) if name else "?"
+                if "{" in line and line.rstrip().endswith("}"):
+                    yield name, i + 1, 1  # a one-line function
+                    continue
+                start = i
             continue
         if line.startswith("}"):
             yield name, start + 1, i - start + 1

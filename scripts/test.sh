@@ -33,6 +33,9 @@ run_ctest() {
 }
 
 status=0
+# The layering (docs/architecture.md): every #include under src/ and quant/ goes downwards (also
+# a ctest test, with its negative check; here first, so that a violation is the first thing seen).
+if bash scripts/check_layers.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
 run_ctest "$BUILD_DIR" || status=1
 
 if [ "${RSSM_TEST_QUICK:-0}" != 1 ]; then

@@ -26,7 +26,7 @@
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/io/parse_num.h"
 #include "src/io/status.h"
 #include "src/model/model.h"
@@ -691,7 +691,22 @@ static int run_transformers(const char *py, const char *script, const char *dir,
   return 0;
 }
 
-int bench_e2e_main(int argc, char **argv) {
+/* What one bench e2e call measures, shared by its steps. */
+typedef struct {
+  bench_args a;
+  run_opts o;
+  int precs[2], nprec; /* GEMM precisions, 0 fp32, 1 bf16, in the order given */
+  int Ks[MAX_STREAMS], nK;
+  const config_set *sets; /* [nsets] */
+  int nsets;
+  int threads;
+  const char *hf_script;
+  char shape_dir[4096];
+} e2e_ctx;
+
+/* The command line into ctx: -1 to go on, or the exit status (0 after --help, 2 after a
+ * message). */
+static int e2e_prepare(int argc, char **argv, e2e_ctx *ctx) {
   bench_args a;
   int done;
   int rc = parse_args(argc, argv, &a, &done);
@@ -784,8 +799,8 @@ int bench_e2e_main(int argc, char **argv) {
   for (int i = 0; i < a.nsets; i++)
     if (parse_set(a.sets[i], &sets[nsets++])) return 2;
 
-  char err[1024] = "";
-  char shape_dir[4096] = "";
+  char *shape_dir = ctx->shape_dir; /* o.label may point into it: it must outlive this call */
+  shape_dir[0] = '\0';
   if (a.model_dir) {
     o.source = "checkpoint";
     o.label = a.label ? a.label : base_name(a.model_dir);
@@ -795,47 +810,69 @@ int bench_e2e_main(int argc, char **argv) {
     int is_known = 0;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
       if (strcmp(a.shape, known[i]) == 0) is_known = 1;
-    snprintf(shape_dir, sizeof shape_dir, is_known ? "data/shapes/%s" : "%s", a.shape);
+    snprintf(shape_dir, sizeof ctx->shape_dir, is_known ? "data/shapes/%s" : "%s", a.shape);
     o.label = a.label ? a.label : base_name(shape_dir);
   }
-  if (o.dry_run) { /* the byte model from the config alone, no device */
-    model_config dc;
-    rc = model_config_load(a.model_dir ? a.model_dir : shape_dir, &dc, err, sizeof err);
-    if (rc != RSSM_OK) {
-      cli_error(CMD, "%s", err);
-      return rc == RSSM_ERR_INPUT ? 2 : 1;
-    }
-    weight_model wm;
-    weights_of(&dc, model_random_floats(&dc), &wm);
-    const int64_t nsteps = o.steps / o.block * o.block;
-    const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
-    printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes\n",
-           o.label, (double)model_random_floats(&dc) * 1e-9, (double)wm.gemm_floats * 1e-9,
-           wm.nshape);
-    for (int pi = 0; pi < nprec; pi++)
-      for (int ki = 0; ki < nK; ki++)
-        for (int si = 0; si < nsets; si++) {
-          const byte_model bm = bytes_per_step(&dc, &wm, precs[pi] ? 2 : 4, &sets[si], Ks[ki],
-                                               mean_pos);
-          printf("bench e2e (dry run): %s K=%d C=%d rows=%d [%s] gemm=%s: bytes/step %.6g GB "
-                 "(weights %.6g, state %.6g, KV %.6g)\n", o.label, Ks[ki], sets[si].C,
-                 sets[si].C * Ks[ki], sets[si].label, precs[pi] ? "bf16" : "fp32",
-                 bm.total * 1e-9, bm.weight * 1e-9, bm.state * 1e-9, bm.kv * 1e-9);
-        }
-    model_config_free(&dc);
-    return 0;
-  }
-  if (mc_device_check(err, sizeof err) != 0) {
+  ctx->a = a;
+  ctx->o = o;
+  memcpy(ctx->precs, precs, sizeof precs);
+  ctx->nprec = nprec;
+  memcpy(ctx->Ks, Ks, sizeof Ks);
+  ctx->nK = nK;
+  ctx->sets = sets;
+  ctx->nsets = nsets;
+  ctx->threads = threads;
+  ctx->hf_script = hf_script;
+  return -1;
+}
+
+/* --dry-run: the byte model of every batch from the config alone, no device. */
+static int e2e_dry_run(const e2e_ctx *ctx) {
+  const bench_args a = ctx->a;
+  const run_opts o = ctx->o;
+  const char *shape_dir = ctx->shape_dir;
+  const int *precs = ctx->precs, *Ks = ctx->Ks, nprec = ctx->nprec, nK = ctx->nK;
+  const config_set *sets = ctx->sets;
+  const int nsets = ctx->nsets;
+  char err[1024] = "";
+  int rc;
+  model_config dc;
+  rc = model_config_load(a.model_dir ? a.model_dir : shape_dir, &dc, err, sizeof err);
+  if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
-    return 2;
+    return rc == RSSM_ERR_INPUT ? 2 : 1;
   }
-#ifndef RSSM_HAVE_CUDA
-  /* mc_device_check refuses without CUDA; this is never reached */
-  (void)threads, (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv,
-      (void)run_transformers;
-  return 2;
-#else
-  /* ---- the model ---- */
+  weight_model wm;
+  weights_of(&dc, model_random_floats(&dc), &wm);
+  const int64_t nsteps = o.steps / o.block * o.block;
+  const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
+  printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes\n",
+         o.label, (double)model_random_floats(&dc) * 1e-9, (double)wm.gemm_floats * 1e-9,
+         wm.nshape);
+  for (int pi = 0; pi < nprec; pi++)
+    for (int ki = 0; ki < nK; ki++)
+      for (int si = 0; si < nsets; si++) {
+        const byte_model bm = bytes_per_step(&dc, &wm, precs[pi] ? 2 : 4, &sets[si], Ks[ki],
+                                             mean_pos);
+        printf("bench e2e (dry run): %s K=%d C=%d rows=%d [%s] gemm=%s: bytes/step %.6g GB "
+               "(weights %.6g, state %.6g, KV %.6g)\n", o.label, Ks[ki], sets[si].C,
+               sets[si].C * Ks[ki], sets[si].label, precs[pi] ? "bf16" : "fp32",
+               bm.total * 1e-9, bm.weight * 1e-9, bm.state * 1e-9, bm.kv * 1e-9);
+      }
+  model_config_free(&dc);
+  return 0;
+}
+
+#ifdef RSSM_HAVE_CUDA
+/* The model (a checkpoint, or random weights at a shape) into *out: -1 to go on, or the exit
+ * status after the message. */
+static int e2e_load_model(const e2e_ctx *ctx, model *out) {
+  const bench_args a = ctx->a;
+  const run_opts o = ctx->o;
+  const char *shape_dir = ctx->shape_dir;
+  const int threads = ctx->threads;
+  char err[1024] = "";
+  int rc;
   model m;
   memset(&m, 0, sizeof m);
   double t0 = now_s();
@@ -866,7 +903,238 @@ int bench_e2e_main(int argc, char **argv) {
          o.label, o.source, c->model_type, (double)m.n_params * 1e-9, m.nblocks, m.n_ssm, m.n_attn,
          c->H, c->V, a.model_dir ? "loaded" : "random weights built", now_s() - t0);
   fflush(stdout);
+  *out = m;
+  return -1;
+}
 
+
+/* One (GEMM precision, K) of the measurement: its tokens, the device model and the byte model. */
+typedef struct {
+  const model *m;
+  const model_config *c;
+  const weight_model *wm;
+  mc_model *g;
+  int K, pi, wbytes;
+  const int64_t *tok;      /* [K][total_steps + 1] */
+  int64_t *x, *y;          /* [K] scratch: a step's tokens and targets */
+  const uint32_t *seqs;    /* [K] */
+  int64_t total_steps, nsteps, nblocks;
+  double bw;               /* copy bandwidth, bytes per second */
+} e2e_batch;
+
+/* Configuration set si at q: builds the batch, times it, prints its line and keeps its result
+ * row; cache holds the isolated measurements of (K, set), made at the first precision. Returns 0
+ * or the exit status after the message. */
+static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro_result *cache,
+                           result_row *res, int *nres, int cap_res) {
+  const bench_args a = ctx->a;
+  const run_opts o = ctx->o;
+  const model *m = q->m;
+  const model_config *c = q->c;
+  const weight_model *wm = q->wm;
+  mc_model *g = q->g;
+  const int K = q->K, pi = q->pi, wbytes = q->wbytes;
+  const int64_t *tok = q->tok;
+  int64_t *x = q->x, *y = q->y;
+  const uint32_t *seqs = q->seqs;
+  const int64_t total_steps = q->total_steps, nsteps = q->nsteps, nblocks = q->nblocks;
+  const double bw = q->bw;
+  char err[1024] = "";
+  int rc;
+  double t0 = 0;
+  const config_set *s = &ctx->sets[si];
+  const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+  mc_batch *b = NULL;
+  mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
+  rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
+                            sizeof err)
+           : RSSM_ERR_IO;
+  if (rc != RSSM_OK) {
+    cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label,
+              met ? err : "out of host memory");
+    free(met);
+    return rc == RSSM_ERR_INPUT ? 2 : 1;
+  }
+  mc_batch_use_graph(b, o.graph);
+  double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
+  double tmin = 1e30;
+  for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
+    const int64_t bi = t - o.warmup; /* index among the timed steps */
+    if (bi >= 0 && bi % o.block == 0) t0 = now_s();
+    for (int k = 0; k < K; k++) {
+      x[k] = tok[(int64_t)k * (total_steps + 1) + t];
+      y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+    }
+    rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
+    if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
+      const double per = (now_s() - t0) / (double)o.block;
+      blk[bi / o.block] = per;
+      if (per < tmin) tmin = per;
+    }
+  }
+  mc_batch_free(b);
+  if (rc != RSSM_OK) {
+    cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label, err);
+    free(met);
+    free(blk);
+    return rc == RSSM_ERR_INPUT ? 2 : 1;
+  }
+  const double tmed = median(blk, (int)nblocks);
+  free(blk);
+  if (o.profile) { /* the same batch again, launched step by step with events per block */
+    const char *prev = getenv("RSSM_CUDA_PROFILE");
+    char saved[64] = "";
+    if (prev) snprintf(saved, sizeof saved, "%s", prev);
+    setenv("RSSM_CUDA_PROFILE", "1", 1);
+    mc_batch *pb = NULL;
+    int prc = mc_batch_build(&pb, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
+                             sizeof err);
+    if (prev) setenv("RSSM_CUDA_PROFILE", saved, 1);
+    else unsetenv("RSSM_CUDA_PROFILE");
+    if (prc == RSSM_OK) {
+      fprintf(stderr, "bench e2e: profile of %s K=%d C=%d gemm=%s, %d launched steps from "
+              "position 0 (events around each block; mc_model.cu):\n", o.label, K, s->C,
+              o.bf16 ? "bf16" : "fp32", (int)(total_steps < 8 ? total_steps : 8));
+      mc_batch_use_graph(pb, 0);
+      for (int64_t t = 0; t < total_steps && t < 8 && prc == RSSM_OK; t++) {
+        for (int k = 0; k < K; k++) {
+          x[k] = tok[(int64_t)k * (total_steps + 1) + t];
+          y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+        }
+        prc = mc_batch_step(pb, x, y, NULL, met, err, sizeof err);
+      }
+      mc_batch_free(pb); /* prints the per-block table on stderr */
+    }
+    if (prc != RSSM_OK) fprintf(stderr, "bench e2e: profile skipped: %s\n", err);
+    fflush(stderr);
+  }
+  free(met);
+  /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
+  const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
+  const byte_model bm = bytes_per_step(c, wm, wbytes, s, K, mean_pos);
+  const double limit = bw > 0 ? bm.total / bw : 0;
+  micro_result mr = {{-1, -1}, {0, 0}, -1};
+  if (o.micro && pi > 0) mr = *cache;
+  else if (o.micro) {
+    micro_gemms(wm, Rpad, &mr);
+    mr.ssm_s = 0;
+    for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
+      const double t = micro_ssm(m, &s->cfg[ci], K, o.seed);
+      mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
+    }
+    *cache = mr;
+  }
+  printf("bench e2e: %s K=%d C=%d rows=%d [%s] gemm=%s graph=%s: %.4f ms/step (min %.4f), "
+         "%.0f streams/s; bytes/step %.4g GB (weights %.4g, state %.4g, KV %.4g) -> limit "
+         "%.4f ms, %.1f%% of the byte limit\n",
+         o.label, K, s->C, R, s->label, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off",
+         tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.total * 1e-9, bm.weight * 1e-9,
+         bm.state * 1e-9, bm.kv * 1e-9, limit * 1e3, 100.0 * limit / tmed);
+  if (o.micro)
+    printf("bench e2e:   alone: GEMMs %.4f ms fp32 (%.1f TFLOP/s), %.4f ms bf16 (%.1f "
+           "TFLOP/s); SSM engine %.4f ms; the rest of the step %.4f ms\n",
+           mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
+           mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
+  fflush(stdout);
+  char row[4096] = "";
+  if (a.out) {
+    char mic[3][32];
+    const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
+    for (int i = 0; i < 3; i++) { /* empty where not measured */
+      mic[i][0] = 0;
+      if (mv[i] >= 0) snprintf(mic[i], sizeof mic[i], "%.6f", mv[i] * 1e3);
+    }
+    snprintf(row, sizeof row,
+             "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
+             "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s",
+             o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
+             s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
+             bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
+             mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
+  }
+  if (*nres < cap_res) {
+    result_row *rr = &res[(*nres)++];
+    rr->K = K;
+    rr->R = R;
+    rr->C = s->C;
+    rr->bf16 = o.bf16;
+    rr->ms = tmed * 1e3;
+    snprintf(rr->csv, sizeof rr->csv, "%s", a.out ? row : "");
+  }
+  return 0;
+}
+#endif
+
+/* After the measurements: transformers' own decoding of the same model, K and steps, in this
+ * call (--transformers), the speed-ups, and the CSV rows (--out). Returns the exit status. */
+static int e2e_finish(const e2e_ctx *ctx, const result_row *res, int nres, int64_t nsteps,
+                      int status) {
+  const bench_args a = ctx->a;
+  const run_opts o = ctx->o;
+  const char *hf_script = ctx->hf_script;
+  const int *Ks = ctx->Ks, nK = ctx->nK;
+  double hf_ms[MAX_STREAMS];
+  for (int i = 0; i < MAX_STREAMS; i++) hf_ms[i] = -1;
+  if (status == 0 && a.transformers) {
+    char tmp[64] = "";
+    const char *json = a.hf_json;
+    if (!json) {
+      snprintf(tmp, sizeof tmp, "/tmp/rssm-bench-e2e-XXXXXX");
+      int fd = mkstemp(tmp);
+      if (fd >= 0) close(fd);
+      json = tmp;
+    }
+    printf("bench e2e: transformers baseline: %s %s --model %s (same K, %" PRId64 " steps after %"
+           PRId64 ")\n", a.transformers, hf_script, a.model_dir, nsteps, o.warmup);
+    fflush(stdout);
+    if (run_transformers(a.transformers, hf_script, a.model_dir, Ks, nK, nsteps, o.warmup, json,
+                         hf_ms) != 0)
+      status = 1;
+    if (tmp[0]) unlink(tmp);
+    for (int i = 0; i < nres && status == 0; i++) {
+      int ki = 0;
+      while (ki < nK && Ks[ki] != res[i].K) ki++;
+      if (ki == nK || hf_ms[ki] <= 0) continue;
+      /* streams/s ratio: R rows against transformers' K streams (C = 1: the time ratio) */
+      const double sp = ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]);
+      printf("bench e2e: %s K=%d C=%d gemm=%s: replayssm %.4f ms/step, transformers %.3f ms/step: "
+             "%.1fx the streams/s%s\n", o.label, res[i].K, res[i].C, res[i].bf16 ? "bf16" : "fp32",
+             res[i].ms, hf_ms[ki], sp,
+             res[i].C == 1 && res[i].K == 16 ? (sp >= 30.0 ? " (target >= 30x at K = 16: met)"
+                                                            : " (target >= 30x at K = 16: MISSED)")
+                                             : "");
+    }
+  }
+  for (int i = 0; i < nres && a.out; i++) {
+    char tail[96] = ",,";
+    int ki = 0;
+    while (ki < nK && Ks[ki] != res[i].K) ki++;
+    if (ki < nK && hf_ms[ki] > 0)
+      snprintf(tail, sizeof tail, ",%.6f,%.4f", hf_ms[ki],
+               ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]));
+    char line[4200];
+    snprintf(line, sizeof line, "%s%s\n", res[i].csv, tail);
+    if (append_csv(a.out, line)) {
+      status = 1;
+      break;
+    }
+  }
+  return status;
+}
+
+#ifdef RSSM_HAVE_CUDA
+/* The measurement on the device: every GEMM precision, K and configuration set. */
+static int e2e_measure(e2e_ctx *ctx) {
+  run_opts o = ctx->o;
+  const int *Ks = ctx->Ks, nK = ctx->nK, *precs = ctx->precs, nprec = ctx->nprec;
+  const int nsets = ctx->nsets;
+  char err[1024] = "";
+  int rc;
+  double t0;
+  model m;
+  rc = e2e_load_model(ctx, &m);
+  if (rc >= 0) return rc;
+  const model_config *c = &m.cfg;
   /* ---- the copy bandwidth, before anything large is on the device ---- */
   double bw = copy_bandwidth((int64_t)1 << 30);
   if (bw <= 0) bw = copy_bandwidth((int64_t)1 << 26);
@@ -925,182 +1193,37 @@ int bench_e2e_main(int argc, char **argv) {
                         (uint64_t)V);
       }
       for (int si = 0; si < nsets && status == 0; si++) {
-        const config_set *s = &sets[si];
-        const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
-        mc_batch *b = NULL;
-        mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
-        rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
-                                  sizeof err)
-                 : RSSM_ERR_IO;
-        if (rc != RSSM_OK) {
-          cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label,
-                    met ? err : "out of host memory");
-          free(met);
-          status = rc == RSSM_ERR_INPUT ? 2 : 1;
-          break;
-        }
-        mc_batch_use_graph(b, o.graph);
-        double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
-        double tmin = 1e30;
-        for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
-          const int64_t bi = t - o.warmup; /* index among the timed steps */
-          if (bi >= 0 && bi % o.block == 0) t0 = now_s();
-          for (int k = 0; k < K; k++) {
-            x[k] = tok[(int64_t)k * (total_steps + 1) + t];
-            y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
-          }
-          rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
-          if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
-            const double per = (now_s() - t0) / (double)o.block;
-            blk[bi / o.block] = per;
-            if (per < tmin) tmin = per;
-          }
-        }
-        mc_batch_free(b);
-        if (rc != RSSM_OK) {
-          cli_error(CMD, "K = %d, configurations '%s': %s", K, s->label, err);
-          free(met);
-          free(blk);
-          status = rc == RSSM_ERR_INPUT ? 2 : 1;
-          break;
-        }
-        const double tmed = median(blk, (int)nblocks);
-        free(blk);
-        if (o.profile) { /* the same batch again, launched step by step with events per block */
-          const char *prev = getenv("RSSM_CUDA_PROFILE");
-          char saved[64] = "";
-          if (prev) snprintf(saved, sizeof saved, "%s", prev);
-          setenv("RSSM_CUDA_PROFILE", "1", 1);
-          mc_batch *pb = NULL;
-          int prc = mc_batch_build(&pb, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
-                                   sizeof err);
-          if (prev) setenv("RSSM_CUDA_PROFILE", saved, 1);
-          else unsetenv("RSSM_CUDA_PROFILE");
-          if (prc == RSSM_OK) {
-            fprintf(stderr, "bench e2e: profile of %s K=%d C=%d gemm=%s, %d launched steps from "
-                    "position 0 (events around each block; mc_model.cu):\n", o.label, K, s->C,
-                    o.bf16 ? "bf16" : "fp32", (int)(total_steps < 8 ? total_steps : 8));
-            mc_batch_use_graph(pb, 0);
-            for (int64_t t = 0; t < total_steps && t < 8 && prc == RSSM_OK; t++) {
-              for (int k = 0; k < K; k++) {
-                x[k] = tok[(int64_t)k * (total_steps + 1) + t];
-                y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
-              }
-              prc = mc_batch_step(pb, x, y, NULL, met, err, sizeof err);
-            }
-            mc_batch_free(pb); /* prints the per-block table on stderr */
-          }
-          if (prc != RSSM_OK) fprintf(stderr, "bench e2e: profile skipped: %s\n", err);
-          fflush(stderr);
-        }
-        free(met);
-        /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
-        const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
-        const byte_model bm = bytes_per_step(c, &wm, wbytes, s, K, mean_pos);
-        const double limit = bw > 0 ? bm.total / bw : 0;
-        micro_result mr = {{-1, -1}, {0, 0}, -1};
-        if (o.micro && pi > 0) mr = micro[ki][si];
-        else if (o.micro) {
-          micro_gemms(&wm, Rpad, &mr);
-          mr.ssm_s = 0;
-          for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
-            const double t = micro_ssm(&m, &s->cfg[ci], K, o.seed);
-            mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
-          }
-          micro[ki][si] = mr;
-        }
-        printf("bench e2e: %s K=%d C=%d rows=%d [%s] gemm=%s graph=%s: %.4f ms/step (min %.4f), "
-               "%.0f streams/s; bytes/step %.4g GB (weights %.4g, state %.4g, KV %.4g) -> limit "
-               "%.4f ms, %.1f%% of the byte limit\n",
-               o.label, K, s->C, R, s->label, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off",
-               tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.total * 1e-9, bm.weight * 1e-9,
-               bm.state * 1e-9, bm.kv * 1e-9, limit * 1e3, 100.0 * limit / tmed);
-        if (o.micro)
-          printf("bench e2e:   alone: GEMMs %.4f ms fp32 (%.1f TFLOP/s), %.4f ms bf16 (%.1f "
-                 "TFLOP/s); SSM engine %.4f ms; the rest of the step %.4f ms\n",
-                 mr.gemm_s[0] * 1e3, mr.gemm_tflops[0], mr.gemm_s[1] * 1e3, mr.gemm_tflops[1],
-                 mr.ssm_s * 1e3, (tmed - mr.gemm_s[o.bf16] - mr.ssm_s) * 1e3);
-        fflush(stdout);
-        char row[4096] = "";
-        if (a.out) {
-          char mic[3][32];
-          const double mv[3] = {mr.gemm_s[0], mr.gemm_s[1], mr.ssm_s};
-          for (int i = 0; i < 3; i++) { /* empty where not measured */
-            mic[i][0] = 0;
-            if (mv[i] >= 0) snprintf(mic[i], sizeof mic[i], "%.6f", mv[i] * 1e3);
-          }
-          snprintf(row, sizeof row,
-                   "%s,%s,%s,%s,%d,%d,%d,\"%s\",%" PRId64 ",%" PRId64 ",%.6f,%.6f,%.1f,%.0f,%.0f,"
-                   "%.0f,%.0f,%.2f,%.6f,%.4f,%s,%s,%.2f,%.2f,%s",
-                   o.label, o.source, o.bf16 ? "bf16" : "fp32", o.graph ? "on" : "off", K, s->C, R,
-                   s->label, o.warmup, nsteps, tmed * 1e3, tmin * 1e3, (double)R / tmed, bm.weight,
-                   bm.state, bm.kv, bm.total, bw * 1e-9, limit * 1e3, limit / tmed, mic[0], mic[1],
-                   mr.gemm_tflops[0], mr.gemm_tflops[1], mic[2]);
-        }
-        if (nres < cap_res) {
-          result_row *rr = &res[nres++];
-          rr->K = K;
-          rr->R = R;
-          rr->C = s->C;
-          rr->bf16 = o.bf16;
-          rr->ms = tmed * 1e3;
-          snprintf(rr->csv, sizeof rr->csv, "%s", a.out ? row : "");
-        }
+        const e2e_batch q = {&m, c, &wm, g, K, pi, wbytes, tok, x, y, seqs, total_steps, nsteps,
+                             nblocks, bw};
+        status = e2e_measure_set(ctx, &q, si, &micro[ki][si], res, &nres, cap_res);
       }
       free(tok), free(x), free(y), free(seqs);
     }
     mc_model_free(g);
   }
   model_free(&m);
-
-  /* ---- transformers' own decoding of the same model, K and steps, in this call ---- */
-  double hf_ms[MAX_STREAMS];
-  for (int i = 0; i < MAX_STREAMS; i++) hf_ms[i] = -1;
-  if (status == 0 && a.transformers) {
-    char tmp[64] = "";
-    const char *json = a.hf_json;
-    if (!json) {
-      snprintf(tmp, sizeof tmp, "/tmp/rssm-bench-e2e-XXXXXX");
-      int fd = mkstemp(tmp);
-      if (fd >= 0) close(fd);
-      json = tmp;
-    }
-    printf("bench e2e: transformers baseline: %s %s --model %s (same K, %" PRId64 " steps after %"
-           PRId64 ")\n", a.transformers, hf_script, a.model_dir, nsteps, o.warmup);
-    fflush(stdout);
-    if (run_transformers(a.transformers, hf_script, a.model_dir, Ks, nK, nsteps, o.warmup, json,
-                         hf_ms) != 0)
-      status = 1;
-    if (tmp[0]) unlink(tmp);
-    for (int i = 0; i < nres && status == 0; i++) {
-      int ki = 0;
-      while (ki < nK && Ks[ki] != res[i].K) ki++;
-      if (ki == nK || hf_ms[ki] <= 0) continue;
-      /* streams/s ratio: R rows against transformers' K streams (C = 1: the time ratio) */
-      const double sp = ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]);
-      printf("bench e2e: %s K=%d C=%d gemm=%s: replayssm %.4f ms/step, transformers %.3f ms/step: "
-             "%.1fx the streams/s%s\n", o.label, res[i].K, res[i].C, res[i].bf16 ? "bf16" : "fp32",
-             res[i].ms, hf_ms[ki], sp,
-             res[i].C == 1 && res[i].K == 16 ? (sp >= 30.0 ? " (target >= 30x at K = 16: met)"
-                                                            : " (target >= 30x at K = 16: MISSED)")
-                                             : "");
-    }
-  }
-  for (int i = 0; i < nres && a.out; i++) {
-    char tail[96] = ",,";
-    int ki = 0;
-    while (ki < nK && Ks[ki] != res[i].K) ki++;
-    if (ki < nK && hf_ms[ki] > 0)
-      snprintf(tail, sizeof tail, ",%.6f,%.4f", hf_ms[ki],
-               ((double)res[i].R / res[i].ms) / ((double)res[i].K / hf_ms[ki]));
-    char line[4200];
-    snprintf(line, sizeof line, "%s%s\n", res[i].csv, tail);
-    if (append_csv(a.out, line)) {
-      status = 1;
-      break;
-    }
-  }
+  status = e2e_finish(ctx, res, nres, nsteps, status);
   free(res);
   return status;
+}
+#endif
+
+int bench_e2e_main(int argc, char **argv) {
+  static e2e_ctx ctx;
+  int rc = e2e_prepare(argc, argv, &ctx);
+  if (rc >= 0) return rc;
+  if (ctx.o.dry_run) return e2e_dry_run(&ctx);
+  char err[1024] = "";
+  if (mc_device_check(err, sizeof err) != 0) {
+    cli_error(CMD, "%s", err);
+    return 2;
+  }
+#ifndef RSSM_HAVE_CUDA
+  /* mc_device_check refuses without CUDA; this is never reached */
+  (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv,
+      (void)run_transformers, (void)e2e_finish;
+  return 2;
+#else
+  return e2e_measure(&ctx);
 #endif
 }

@@ -42,7 +42,7 @@
 #include "quant/format.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
 #include "src/ssm_cuda/ssm_cuda.h"
@@ -889,7 +889,8 @@ static int write_results(const char *path, const results *rs, const char *device
  * Command line
  * --------------------------------------------------------------------------------------------- */
 
-static int parse_args(int argc, char **argv, options *o) {
+/* The defaults of every option (RSSM_SSM_KERNELS picks the default kernels). */
+static void set_defaults(options *o) {
   memset(o, 0, sizeof *o);
   static const int def_b[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   static const int def_w[] = {4, 8, 16, 32, 64};
@@ -910,9 +911,135 @@ static int parse_args(int argc, char **argv, options *o) {
   o->skip_threshold = 1e-3;
   o->nshapes = N_SHAPES;
   for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
-  const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
   const char *env = getenv("RSSM_SSM_KERNELS");
   o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : "v2";
+}
+
+/* --quick: the short sweep. */
+static void apply_quick(options *o) {
+  o->nbatches = 2;
+  o->batches[0] = 1;
+  o->batches[1] = 256;
+  o->nwindows = 3;
+  o->windows[0] = 8;
+  o->windows[1] = 16;
+  o->windows[2] = 32;
+  o->ndrafts = 2;
+  o->drafts[0] = 1;
+  o->drafts[1] = 8;
+  o->nlp = 2;
+  o->lp_formats[1] = "nvfp4";
+  o->iters = 5;
+  o->warmup = 2;
+}
+
+/* --shapes LIST and --batches LIST; returns 0 or 2 after the message. */
+static int parse_shape_lists(const char *shapes, const char *batches, options *o) {
+  if (shapes) {
+    o->nshapes = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", shapes);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      int found = -1;
+      for (int s = 0; s < N_SHAPES; s++)
+        if (strcmp(t, all_shapes[s].key) == 0) found = s;
+      if (found < 0 || o->nshapes == N_SHAPES) {
+        cli_error(CMD, "--shapes: '%s' (expected a list of nano, super, qwen4b, qwen122b)", t);
+        return 2;
+      }
+      o->shapes[o->nshapes++] = found;
+    }
+    if (o->nshapes == 0) {
+      cli_error(CMD, "--shapes: empty list (expected nano, super, qwen4b, qwen122b)");
+      return 2;
+    }
+  }
+  if (batches && (o->nbatches = parse_int_list(batches, o->batches)) < 0) {
+    cli_error(CMD, "--batches '%s': expected a comma-separated list of batch sizes 1..65535", batches);
+    return 2;
+  }
+  for (int i = 0; i < o->nbatches; i++)
+    if (o->batches[i] > 65535) {
+      cli_error(CMD, "--batches: %d > 65535", o->batches[i]);
+      return 2;
+    }
+  return 0;
+}
+
+/* --parts LIST; returns 0 or 2 after the message. */
+static int parse_parts(const char *parts, options *o) {
+  if (parts) {
+    o->parts = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", parts);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (strcmp(t, "std") == 0) o->parts |= P_STD;
+      else if (strcmp(t, "window") == 0) o->parts |= P_WINDOW;
+      else if (strcmp(t, "spec") == 0) o->parts |= P_SPEC;
+      else if (strcmp(t, "lp") == 0) o->parts |= P_LP;
+      else if (strcmp(t, "skip") == 0) o->parts |= P_SKIP;
+      else {
+        cli_error(CMD, "--parts: '%s' (expected a list of std, window, spec, lp, skip)", t);
+        return 2;
+      }
+    }
+    if (!o->parts) {
+      cli_error(CMD, "--parts: empty list (expected std, window, spec, lp, skip)");
+      return 2;
+    }
+  }
+  return 0;
+}
+
+/* --iters, --warmup, --check-batch, --skip-threshold, --kernels, --out; returns 0 or 2. */
+static int parse_counts(const char *iters, const char *warm, const char *cb, const char *thr,
+                        options *o) {
+  int one[MAX_LIST];
+  if (iters) {
+    if (parse_int_list(iters, one) != 1 || one[0] > 10000) {
+      cli_error(CMD, "--iters '%s': expected a count 1..10000", iters);
+      return 2;
+    }
+    o->iters = one[0];
+  }
+  if (warm) {
+    if (strcmp(warm, "0") == 0) o->warmup = 0;
+    else if (parse_int_list(warm, one) != 1 || one[0] > 10000) {
+      cli_error(CMD, "--warmup '%s': expected a count 0..10000", warm);
+      return 2;
+    } else o->warmup = one[0];
+  }
+  if (cb) {
+    if (parse_int_list(cb, one) != 1 || one[0] > 64) {
+      cli_error(CMD, "--check-batch '%s': expected 1..64 rows", cb);
+      return 2;
+    }
+    o->check_batch = one[0];
+  }
+  if (thr) {
+    char *end;
+    errno = 0;
+    double x = strtod(thr, &end);
+    if (*end || errno || !(x > 0.0 && x < 1.0)) {
+      cli_error(CMD, "--skip-threshold '%s': expected a number in (0, 1)", thr);
+      return 2;
+    }
+    o->skip_threshold = x;
+  }
+  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0) {
+    cli_error(CMD, "--kernels '%s': expected v2 or legacy", o->kernels);
+    return 2;
+  }
+  if (o->out && !*o->out) {
+    cli_error(CMD, "--out: empty file name");
+    return 2;
+  }
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  set_defaults(o);
+  const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
   const cli_opt opts[] = {
       {.name = "--shapes", .type = CLI_STR, .dest = &shapes, .meta = "LIST",
        .def = "all", .help = "nano,super,qwen4b,qwen122b"},
@@ -955,111 +1082,9 @@ static int parse_args(int argc, char **argv, options *o) {
   int done;
   int prc = cli_parse_or_help(&spec, argc, argv, &done);
   if (done) return prc == 0 ? -1 : prc; /* -1: --help was answered */
-  if (o->quick) {
-    o->nbatches = 2;
-    o->batches[0] = 1;
-    o->batches[1] = 256;
-    o->nwindows = 3;
-    o->windows[0] = 8;
-    o->windows[1] = 16;
-    o->windows[2] = 32;
-    o->ndrafts = 2;
-    o->drafts[0] = 1;
-    o->drafts[1] = 8;
-    o->nlp = 2;
-    o->lp_formats[1] = "nvfp4";
-    o->iters = 5;
-    o->warmup = 2;
-  }
-  if (shapes) {
-    o->nshapes = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", shapes);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      int found = -1;
-      for (int s = 0; s < N_SHAPES; s++)
-        if (strcmp(t, all_shapes[s].key) == 0) found = s;
-      if (found < 0 || o->nshapes == N_SHAPES) {
-        cli_error(CMD, "--shapes: '%s' (expected a list of nano, super, qwen4b, qwen122b)", t);
-        return 2;
-      }
-      o->shapes[o->nshapes++] = found;
-    }
-    if (o->nshapes == 0) {
-      cli_error(CMD, "--shapes: empty list (expected nano, super, qwen4b, qwen122b)");
-      return 2;
-    }
-  }
-  if (batches && (o->nbatches = parse_int_list(batches, o->batches)) < 0) {
-    cli_error(CMD, "--batches '%s': expected a comma-separated list of batch sizes 1..65535", batches);
-    return 2;
-  }
-  for (int i = 0; i < o->nbatches; i++)
-    if (o->batches[i] > 65535) {
-      cli_error(CMD, "--batches: %d > 65535", o->batches[i]);
-      return 2;
-    }
-  if (parts) {
-    o->parts = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", parts);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (strcmp(t, "std") == 0) o->parts |= P_STD;
-      else if (strcmp(t, "window") == 0) o->parts |= P_WINDOW;
-      else if (strcmp(t, "spec") == 0) o->parts |= P_SPEC;
-      else if (strcmp(t, "lp") == 0) o->parts |= P_LP;
-      else if (strcmp(t, "skip") == 0) o->parts |= P_SKIP;
-      else {
-        cli_error(CMD, "--parts: '%s' (expected a list of std, window, spec, lp, skip)", t);
-        return 2;
-      }
-    }
-    if (!o->parts) {
-      cli_error(CMD, "--parts: empty list (expected std, window, spec, lp, skip)");
-      return 2;
-    }
-  }
-  int one[MAX_LIST];
-  if (iters) {
-    if (parse_int_list(iters, one) != 1 || one[0] > 10000) {
-      cli_error(CMD, "--iters '%s': expected a count 1..10000", iters);
-      return 2;
-    }
-    o->iters = one[0];
-  }
-  if (warm) {
-    if (strcmp(warm, "0") == 0) o->warmup = 0;
-    else if (parse_int_list(warm, one) != 1 || one[0] > 10000) {
-      cli_error(CMD, "--warmup '%s': expected a count 0..10000", warm);
-      return 2;
-    } else o->warmup = one[0];
-  }
-  if (cb) {
-    if (parse_int_list(cb, one) != 1 || one[0] > 64) {
-      cli_error(CMD, "--check-batch '%s': expected 1..64 rows", cb);
-      return 2;
-    }
-    o->check_batch = one[0];
-  }
-  if (thr) {
-    char *end;
-    errno = 0;
-    double x = strtod(thr, &end);
-    if (*end || errno || !(x > 0.0 && x < 1.0)) {
-      cli_error(CMD, "--skip-threshold '%s': expected a number in (0, 1)", thr);
-      return 2;
-    }
-    o->skip_threshold = x;
-  }
-  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0) {
-    cli_error(CMD, "--kernels '%s': expected v2 or legacy", o->kernels);
-    return 2;
-  }
-  if (o->out && !*o->out) {
-    cli_error(CMD, "--out: empty file name");
-    return 2;
-  }
-  return 0;
+  if (o->quick) apply_quick(o);
+  if (parse_shape_lists(shapes, batches, o) || parse_parts(parts, o)) return 2;
+  return parse_counts(iters, warm, cb, thr, o);
 }
 
 int bench_kernels_main(int argc, char **argv) {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 
 #ifdef RSSM_HAVE_CUDA

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/io/npy.h"
 #include "src/model/logits_h5.h"

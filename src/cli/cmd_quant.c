@@ -12,7 +12,7 @@
 
 #include "quant/format.h"
 #include "quant/quant.h"
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/io/npy.h"
 #include "src/io/parse_num.h"

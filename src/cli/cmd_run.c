@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/driver/experiment.h"
 #include "src/driver/run.h"

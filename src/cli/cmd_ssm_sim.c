@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/sim/sim_h5.h"
 #include "src/sim/sim_summary.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/driver/run_data.h"
 #include "src/driver/run_h5.h"

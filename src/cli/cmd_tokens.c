@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 #include "src/io/status.h"
 #include "src/io/atomic_file.h"

@@ -1,5 +1,4 @@
 /* The lockstep run loop (run.h). */
-#include "src/model/model.h"
 #include "src/driver/run.h"
 
 #include <math.h>
@@ -13,9 +12,8 @@
 #include <zlib.h>
 
 #include "src/io/version.h"
-#include "src/driver/metrics.h"
+#include "src/model/metrics.h"
 #include "src/driver/parallel.h"
-#include "src/driver/run_engine.h"
 #include "src/driver/run_h5.h"
 #include "src/driver/run_internal.h"
 #include "src/driver/run_progress.h"
@@ -325,9 +323,51 @@ static void runner_free(runner *r) {
   free(r->round);
   free(r->dead);
   run_data_free(&r->d);
-  run_engine_close(r->engine); /* after its row views (the decoders above), before the model */
+  rssm_engine_close(r->engine); /* before the model it was opened from */
+  free(r->engine_cfgs);
   rssm_model_close(r->m);
   memset(r, 0, sizeof *r);
+}
+
+/* --device cuda: the GPU engine instead of decoders (it holds every row's state). */
+static int open_engine(runner *r, char *err, size_t errlen) {
+  char m[1024];
+  r->engine_cfgs = calloc((size_t)r->C + 1, sizeof *r->engine_cfgs);
+  if (!r->engine_cfgs) {
+    snprintf(err, errlen, "out of memory");
+    return RSSM_ERR_IO;
+  }
+  for (int64_t c = 0; c < r->C; c++) r->engine_cfgs[c] = r->e->configs[c].cfg;
+  const rssm_engine_params ep = {r->m, &r->e->reference, r->engine_cfgs, r->K, r->C, r->N,
+                                 r->e->seed, r->d.offset};
+  int rc = cuda_engine_open(&ep, &r->engine, m, sizeof m);
+  if (rc != RSSM_OK) {
+    snprintf(err, errlen, "--device cuda: %s", m);
+    return rc;
+  }
+  /* the reference log-probabilities stay on the device: zero the host rows that run_ckpt.c
+   * still writes, so that checkpoints are deterministic */
+  memset(r->reflp, 0, (size_t)r->K * (size_t)r->rows * (size_t)r->V * sizeof(float));
+  return RSSM_OK;
+}
+
+/* A block of the engine: every row from r->b0 to b1 (no spec: every pair is at b0). */
+static int engine_block(runner *r, int64_t b1, char *err, size_t errlen) {
+  float *kl[EXP_MAX_CONFIGS], *nll[EXP_MAX_CONFIGS], *dp[EXP_MAX_CONFIGS];
+  uint8_t *top1[EXP_MAX_CONFIGS];
+  int64_t *fnf[EXP_MAX_CONFIGS];
+  for (int64_t c = 0; c < r->C; c++) {
+    kl[c] = r->d.cfg[c].kl;
+    nll[c] = r->d.cfg[c].nll;
+    dp[c] = r->d.cfg[c].dp;
+    top1[c] = r->d.cfg[c].top1;
+    fnf[c] = r->d.cfg[c].first_nonfinite;
+  }
+  const rssm_engine_out out = {r->d.ref_nll, kl, nll, dp, top1, fnf, r->dead};
+  int rc = r->engine->ops->block(r->engine, r->tok, r->b0, b1, &out, err, errlen);
+  if (rc == RSSM_OK)
+    for (int64_t i = 0; i < r->K * r->C; i++) r->cursor[i] = b1;
+  return rc;
 }
 
 static int setup(runner *r, const experiment *e, const run_options *o, char *err, size_t errlen) {
@@ -448,12 +488,7 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   fp = crc32(fp, (const Bytef *)d->tokens_checksum, (uInt)strlen(d->tokens_checksum));
   if (o->cuda) fp = crc32(fp, (const Bytef *)"cuda", 4); /* GPU row states are another format */
   r->fingerprint = ((uint64_t)fp << 32) ^ (uint64_t)(r->K * 1000003 + r->N);
-  /* decoders: the GPU engine opens row views of its batch instead */
-  if (o->cuda) {
-    rc = run_engine_open(r, &r->engine, m, sizeof m);
-    if (rc != RSSM_OK) snprintf(err, errlen, "--device cuda: %s", m);
-    return rc;
-  }
+  if (o->cuda) return open_engine(r, err, errlen);
   for (int64_t k = 0; k < r->K; k++) {
     rssm_decoder_params dp = {&e->reference, e->seed, (uint32_t)(lo + k), r->N + r->Tmax};
     rc = rssm_decoder_open(r->m, &dp, &r->ref[k], m, sizeof m);
@@ -508,16 +543,17 @@ static int64_t min_cursor(const runner *r) {
   return m;
 }
 
-int run_experiment(const experiment *e, const run_options *o, char *err, size_t errlen) {
-  double t_start = now_s();
-  char part[4200], ckpt[4200];
-  snprintf(part, sizeof part, "%s.part", o->out);
-  snprintf(ckpt, sizeof ckpt, "%s.ckpt", o->out);
+/* What the output and its checkpoint allow: returns RSSM_OK to run, RSSM_ERR_INPUT with a
+ * message, or RSSM_OK with *finished set when a resumed run is already complete. */
+static int check_outputs(const run_options *o, const char *ckpt, int *finished, char *err,
+                         size_t errlen) {
   int have_out = access(o->out, F_OK) == 0, have_ckpt = access(ckpt, F_OK) == 0;
+  *finished = 0;
   if (o->resume && have_out) {
     /* finished (a crash between the final rename and the unlink leaves a stale checkpoint) */
     if (have_ckpt) unlink(ckpt);
     fprintf(stderr, "replayssm run: %s is complete; nothing to resume\n", o->out);
+    *finished = 1;
     return RSSM_OK;
   }
   if (have_out && !o->force) {
@@ -530,8 +566,90 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     return RSSM_ERR_INPUT;
   }
   if (o->force && !o->resume) unlink(ckpt);
+  return RSSM_OK;
+}
+
+/* How the CPU phases cut the work (p->group, p->parts) and their scratch buffers. Models that
+ * step decoders together (step_many) get one work item per group of sequences: all references
+ * and non-spec pairs of the group advance in one call per step, so the CPU runtime reads each
+ * weight once per step for all of them. Groups: as few as keep every thread busy (ceil(K /
+ * threads) sequences), at most 64 decoders per call. With fewer sequences than threads, the
+ * references run first (ref_item) and each sequence's configurations are cut into
+ * ceil(threads / K) parts, one item each. Results never depend on the grouping
+ * (tests/driver/test_run_hf.c). */
+static int plan_phases(phase_ctx *p, runner *r, const run_options *o, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
+  p->r = r;
+  p->threads = o->threads;
+  const char *unb = getenv("RSSM_RUN_UNBATCHED"); /* tests: the one-decoder-at-a-time path */
+  if (!r->engine && r->m->ops->step_many && !(unb && unb[0] == '1')) {
+    int64_t g = (r->K + o->threads - 1) / o->threads;
+    int64_t gmax = 64 / (r->C + 1) > 0 ? 64 / (r->C + 1) : 1;
+    const char *ge = getenv("RSSM_RUN_GROUP"); /* tests and measurements: sequences per group */
+    if (ge && atol(ge) > 0) g = gmax = atol(ge);
+    p->group = (int)(g < gmax ? g : gmax);
+    if (r->K < o->threads && r->C > 1 && !(ge && atol(ge) > 0)) {
+      int64_t parts = (o->threads + r->K - 1) / r->K;
+      p->group = 1;
+      p->parts = (int)(parts < r->C ? parts : r->C);
+    }
+  }
+  size_t per_thread = (size_t)r->Tmax;
+  if ((size_t)p->group * (size_t)(r->C + 1) > per_thread)
+    per_thread = (size_t)p->group * (size_t)(r->C + 1);
+  p->scratch_logits = malloc((size_t)o->threads * per_thread * (size_t)r->V * sizeof(float));
+  p->scratch_lp = malloc((size_t)o->threads * (size_t)r->V * sizeof(float));
+  if (!p->scratch_logits || !p->scratch_lp) {
+    snprintf(err, errlen, "out of memory for %d threads' scratch", o->threads);
+    return RSSM_ERR_IO;
+  }
+  return RSSM_OK;
+}
+
+/* Before block [b0, b1): keep the reference rows a lagging spec pair may still need (steps
+ * [b0 - (Tmax-1), b0)) at the front of the row buffers. */
+static void keep_reference_rows(runner *r, int64_t b1) {
+  int64_t keep = r->Tmax - 1 < r->b0 ? r->Tmax - 1 : r->b0;
+  if (keep > r->nrows) keep = r->nrows;
+  int64_t from = r->b0 - keep - r->base; /* row of the first kept step */
+  for (int64_t k = 0; k < r->K && from > 0 && keep > 0; k++) {
+    float *lp = r->reflp + (size_t)k * (size_t)r->rows * (size_t)r->V;
+    int64_t *am = r->refam + (size_t)k * (size_t)r->rows;
+    memmove(lp, lp + (size_t)from * (size_t)r->V, (size_t)keep * (size_t)r->V * sizeof(float));
+    memmove(am, am + from, (size_t)keep * sizeof(int64_t));
+  }
+  r->base = r->b0 - keep;
+  r->nrows = keep + (b1 - r->b0);
+}
+
+/* One block on the CPU: the references and pairs in parallel phases (plan_phases). */
+static int cpu_block(phase_ctx *p, runner *r, const run_options *o, char *err, size_t errlen) {
+  int rc;
+  if (p->parts > 1) {
+    rc = parallel_for(r->K, o->threads, ref_item, p);
+    if (rc == RSSM_OK) rc = parallel_for(r->K * p->parts, o->threads, group_item, p);
+    p->spec_only = 1;
+  } else if (p->group > 0) {
+    rc = parallel_for((r->K + p->group - 1) / p->group, o->threads, group_item, p);
+    p->spec_only = 1;
+  } else {
+    rc = parallel_for(r->K, o->threads, ref_item, p);
+  }
+  if (rc == RSSM_OK) rc = parallel_for(r->K * r->C, o->threads, pair_item, p);
+  if (rc != RSSM_OK) snprintf(err, errlen, "%s", p->err);
+  return rc;
+}
+
+int run_experiment(const experiment *e, const run_options *o, char *err, size_t errlen) {
+  double t_start = now_s();
+  char part[4200], ckpt[4200];
+  snprintf(part, sizeof part, "%s.part", o->out);
+  snprintf(ckpt, sizeof ckpt, "%s.ckpt", o->out);
+  int finished;
+  int rc = check_outputs(o, ckpt, &finished, err, errlen);
+  if (rc != RSSM_OK || finished) return rc;
   runner r;
-  int rc = setup(&r, e, o, err, errlen);
+  rc = setup(&r, e, o, err, errlen);
   if (rc != RSSM_OK) {
     runner_free(&r);
     return rc;
@@ -562,41 +680,11 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   /* The workers below each decode whole (sequence, configuration) pairs, so with two or more of
    * them the CPU model's own matrix-vector threads would only oversubscribe the cores (and start
    * a thread per product). Results do not depend on either count. */
-  model_set_threads(o->threads > 1 ? 1 : 2);
+  rssm_model_set_threads(r.m, o->threads > 1 ? 1 : 2);
 
   phase_ctx p;
   memset(&p, 0, sizeof p);
-  p.r = &r;
-  p.threads = o->threads;
-  /* Models that step decoders together (step_many) get one work item per group of sequences:
-   * all references and non-spec pairs of the group advance in one call per step, so the CPU
-   * runtime reads each weight once per step for all of them. Groups: as few as keep every
-   * thread busy (ceil(K / threads) sequences), at most 64 decoders per call. With fewer
-   * sequences than threads, the references run first (ref_item) and each sequence's
-   * configurations are cut into ceil(threads / K) parts, one item each. Results never depend on
-   * the grouping (tests/driver/test_run_hf.c). */
-  const char *unb = getenv("RSSM_RUN_UNBATCHED"); /* tests: the one-decoder-at-a-time path */
-  if (!r.engine && r.m->ops->step_many && !(unb && unb[0] == '1')) {
-    int64_t g = (r.K + o->threads - 1) / o->threads;
-    int64_t gmax = 64 / (r.C + 1) > 0 ? 64 / (r.C + 1) : 1;
-    const char *ge = getenv("RSSM_RUN_GROUP"); /* tests and measurements: sequences per group */
-    if (ge && atol(ge) > 0) g = gmax = atol(ge);
-    p.group = (int)(g < gmax ? g : gmax);
-    if (r.K < o->threads && r.C > 1 && !(ge && atol(ge) > 0)) {
-      int64_t parts = (o->threads + r.K - 1) / r.K;
-      p.group = 1;
-      p.parts = (int)(parts < r.C ? parts : r.C);
-    }
-  }
-  size_t per_thread = (size_t)r.Tmax;
-  if ((size_t)p.group * (size_t)(r.C + 1) > per_thread)
-    per_thread = (size_t)p.group * (size_t)(r.C + 1);
-  p.scratch_logits = malloc((size_t)o->threads * per_thread * (size_t)r.V * sizeof(float));
-  p.scratch_lp = malloc((size_t)o->threads * (size_t)r.V * sizeof(float));
-  if (!p.scratch_logits || !p.scratch_lp) {
-    snprintf(err, errlen, "out of memory for %d threads' scratch", o->threads);
-    rc = RSSM_ERR_IO;
-  }
+  if (rc == RSSM_OK) rc = plan_phases(&p, &r, o, err, errlen);
   const char *kill_env = getenv("RSSM_TEST_KILL_AFTER_BLOCK");
   long kill_after = kill_env ? atol(kill_env) : -1;
   long blocks = 0;
@@ -611,38 +699,9 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   while (rc == RSSM_OK && r.b0 < r.N) {
     int64_t b1 = r.b0 + r.B < r.N ? r.b0 + r.B : r.N;
     p.b1 = b1;
-    /* keep the reference rows a lagging spec pair may still need: steps [b0 - (Tmax-1), b0) */
-    int64_t keep = r.Tmax - 1 < r.b0 ? r.Tmax - 1 : r.b0;
-    if (keep > r.nrows) keep = r.nrows;
-    int64_t from = r.b0 - keep - r.base; /* row of the first kept step */
-    for (int64_t k = 0; k < r.K && from > 0 && keep > 0; k++) {
-      float *lp = r.reflp + (size_t)k * (size_t)r.rows * (size_t)r.V;
-      int64_t *am = r.refam + (size_t)k * (size_t)r.rows;
-      memmove(lp, lp + (size_t)from * (size_t)r.V, (size_t)keep * (size_t)r.V * sizeof(float));
-      memmove(am, am + from, (size_t)keep * sizeof(int64_t));
-    }
-    r.base = r.b0 - keep;
-    r.nrows = keep + (b1 - r.b0);
-    if (r.engine) {
-      rc = run_engine_block(r.engine, &r, b1, err, errlen);
-      if (rc != RSSM_OK) break;
-    } else {
-      if (p.parts > 1) {
-        rc = parallel_for(r.K, o->threads, ref_item, &p);
-        if (rc == RSSM_OK) rc = parallel_for(r.K * p.parts, o->threads, group_item, &p);
-        p.spec_only = 1;
-      } else if (p.group > 0) {
-        rc = parallel_for((r.K + p.group - 1) / p.group, o->threads, group_item, &p);
-        p.spec_only = 1;
-      } else {
-        rc = parallel_for(r.K, o->threads, ref_item, &p);
-      }
-      if (rc == RSSM_OK) rc = parallel_for(r.K * r.C, o->threads, pair_item, &p);
-      if (rc != RSSM_OK) {
-        snprintf(err, errlen, "%s", p.err);
-        break;
-      }
-    }
+    keep_reference_rows(&r, b1);
+    rc = r.engine ? engine_block(&r, b1, err, errlen) : cpu_block(&p, &r, o, err, errlen);
+    if (rc != RSSM_OK) break;
     r.b0 = b1;
     int64_t done = min_cursor(&r);
     rc = run_h5_write_columns(h, &r.d, r.written, done, err, errlen);

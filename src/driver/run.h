@@ -26,7 +26,7 @@ typedef struct {
   int shard_i, shard_n; /* shard I of N (0-based); 0/1 for a whole run */
   int progress;     /* draw a progress bar on stderr */
   int quiet;        /* no effective-experiment printout */
-  int cuda;         /* --device cuda: the GPU block engine (run_engine.h, docs/gpu-runtime.md) */
+  int cuda;         /* --device cuda: the GPU block engine (src/decode/engine.h) */
 } run_options;
 
 /* Runs the experiment; returns RSSM_OK, RSSM_ERR_INPUT (bad inputs, with "FILE:LINE: ..." where

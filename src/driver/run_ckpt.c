@@ -47,11 +47,22 @@ static void put(bbuf *b, const void *src, size_t len) {
   if (at && len) memcpy(at, src, len);
 }
 
-static int put_state(bbuf *b, const rssm_decoder *d, char *err, size_t errlen) {
-  int64_t n = d->ops->state_bytes(d);
+/* The engine's row of decoder d: the reference of window k is row k, pair (k, c) row
+ * (c + 1) K + k (engine.h). */
+static int engine_row(const runner *r, int64_t k, int64_t c /* -1: the reference */) {
+  return (int)((c + 1) * r->K + k);
+}
+
+/* The state of window k's reference (c = -1) or of pair (k, c): its decoder's, or with an engine
+ * the engine's row. */
+static int put_state(bbuf *b, const runner *r, int64_t k, int64_t c, char *err, size_t errlen) {
+  const rssm_decoder *d = c < 0 ? r->ref[k] : r->dec[k * r->C + c];
+  const int row = engine_row(r, k, c);
+  int64_t n = r->engine ? r->engine->ops->row_bytes(r->engine, row) : d->ops->state_bytes(d);
   put(b, &n, sizeof n);
   void *at = grow(b, (size_t)n);
   if (!at) return RSSM_OK; /* reported as out of memory by the caller */
+  if (r->engine) return r->engine->ops->row_save(r->engine, row, at, err, errlen);
   return d->ops->save(d, at, err, errlen);
 }
 
@@ -67,7 +78,7 @@ int run_ckpt_save(const runner *r, const char *path, char *err, size_t errlen) {
   put(&b, &r->nrows, 8);
   int rc = RSSM_OK;
   for (int64_t k = 0; k < r->K && rc == RSSM_OK; k++) {
-    rc = put_state(&b, r->ref[k], err, errlen);
+    rc = put_state(&b, r, k, -1, err, errlen);
     put(&b, r->reflp + (size_t)k * (size_t)r->rows * (size_t)r->V,
         (size_t)r->nrows * (size_t)r->V * sizeof(float));
     put(&b, r->refam + (size_t)k * (size_t)r->rows, (size_t)r->nrows * sizeof(int64_t));
@@ -76,7 +87,7 @@ int run_ckpt_save(const runner *r, const char *path, char *err, size_t errlen) {
     put(&b, &r->cursor[i], 8);
     put(&b, &r->round[i], 4);
     put(&b, &r->dead[i], 1);
-    if (!r->dead[i]) rc = put_state(&b, r->dec[i], err, errlen);
+    if (!r->dead[i]) rc = put_state(&b, r, i / r->C, i % r->C, err, errlen);
   }
   put(&b, r->d.ref_nll, KN * sizeof(float));
   for (int64_t c = 0; c < r->C; c++) {
@@ -145,7 +156,8 @@ static void get(rbuf *b, void *dst, size_t len) {
   if (at && len) memcpy(dst, at, len);
 }
 
-static int get_state(rbuf *b, rssm_decoder *d, char *err, size_t errlen) {
+/* put_state's counterpart. */
+static int get_state(rbuf *b, runner *r, int64_t k, int64_t c, char *err, size_t errlen) {
   int64_t n = -1;
   get(b, &n, sizeof n);
   if (b->bad || n < 0) {
@@ -154,6 +166,8 @@ static int get_state(rbuf *b, rssm_decoder *d, char *err, size_t errlen) {
   }
   const void *at = take(b, (size_t)n);
   if (!at) return RSSM_OK;
+  if (r->engine) return r->engine->ops->row_load(r->engine, engine_row(r, k, c), at, n, err, errlen);
+  rssm_decoder *d = c < 0 ? r->ref[k] : r->dec[k * r->C + c];
   return d->ops->load(d, at, n, err, errlen);
 }
 
@@ -213,7 +227,7 @@ int run_ckpt_load(runner *r, const char *path, char *err, size_t errlen) {
   }
   size_t KN = (size_t)(r->K * r->N);
   for (int64_t k = 0; k < r->K && rc == RSSM_OK && !b.bad; k++) {
-    rc = get_state(&b, r->ref[k], err, errlen);
+    rc = get_state(&b, r, k, -1, err, errlen);
     get(&b, r->reflp + (size_t)k * (size_t)r->rows * (size_t)r->V,
         (size_t)r->nrows * (size_t)r->V * sizeof(float));
     get(&b, r->refam + (size_t)k * (size_t)r->rows, (size_t)r->nrows * sizeof(int64_t));
@@ -224,7 +238,7 @@ int run_ckpt_load(runner *r, const char *path, char *err, size_t errlen) {
     get(&b, &r->dead[i], 1);
     if (r->cursor[i] < 0 || r->cursor[i] > r->N) b.bad = 1;
     if (!r->dead[i]) {
-      rc = get_state(&b, r->dec[i], err, errlen);
+      rc = get_state(&b, r, i / r->C, i % r->C, err, errlen);
     } else {
       rssm_decoder_free(r->dec[i]);
       r->dec[i] = NULL;

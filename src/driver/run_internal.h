@@ -5,11 +5,10 @@
 
 #include <stdint.h>
 
-#include "src/driver/decoder.h"
+#include "src/decode/decoder.h"
+#include "src/decode/engine.h"
 #include "src/driver/experiment.h"
 #include "src/driver/run_data.h"
-
-struct run_engine; /* run_engine.h */
 
 typedef struct {
   const experiment *e;
@@ -19,8 +18,8 @@ typedef struct {
   int Tmax;                /* largest T of the spec configurations, 1 without any */
   int64_t rows;            /* reference rows per sequence: B + Tmax - 1 */
   int64_t *tok;            /* [K][N+1] token ids */
-  rssm_decoder **ref;      /* [K] */
-  rssm_decoder **dec;      /* [K*C], NULL once a pair went non-finite */
+  rssm_decoder **ref;      /* [K]; all NULL with an engine */
+  rssm_decoder **dec;      /* [K*C], NULL once a pair went non-finite; all NULL with an engine */
   float *reflp;            /* [K][rows][V] reference log-probabilities of steps base.. */
   int64_t *refam;          /* [K][rows] their argmax */
   int64_t base;            /* step of reference row 0 */
@@ -31,7 +30,8 @@ typedef struct {
   int64_t b0;              /* first step of the next block; every reference is there */
   int64_t written;         /* columns in the HDF5 file */
   uint64_t fingerprint;    /* of the effective experiment and shard: checkpoints must match */
-  struct run_engine *engine; /* --device cuda: advances every row; NULL on the CPU path */
+  rssm_engine *engine;     /* --device cuda: advances every row; NULL on the CPU path */
+  ssm_config *engine_cfgs; /* [C] the configurations handed to the engine */
 } runner;
 
 /* Checkpoint file: writes the whole state atomically / restores it into a runner whose decoders

@@ -89,8 +89,8 @@ static char *xstrdup(const char *s) {
   return p;
 }
 
-/* Map one file and append its tensors to a. */
-static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
+/* Map one file and register it in a->files (index *file_index). */
+static int map_file(st_archive *a, const char *path, int *file_index, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
     rssm_fail(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
@@ -133,7 +133,8 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     return RSSM_ERR_IO;
   }
   a->files = nf;
-  int fi = a->nfiles++;
+  const int fi = a->nfiles++;
+  *file_index = fi;
   a->files[fi].map = map;
   a->files[fi].size = size;
   a->files[fi].path = xstrdup(path);
@@ -142,7 +143,167 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     return RSSM_ERR_IO;
   }
 
-  const unsigned char *bytes = map;
+  return RSSM_OK;
+}
+
+/* One header entry `name` of file fi into *t, its byte span into span [2] (begin, end of the data
+ * block data [data_size]). */
+static int parse_tensor(const cJSON *e, const char *name, const char *path, int fi,
+                        const unsigned char *data, int64_t data_size, st_tensor *t,
+                        int64_t *span, char *err, size_t errlen) {
+  char sh[256];
+  if (!cJSON_IsObject(e)) {
+    rssm_fail(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
+    return RSSM_ERR_INPUT;
+  }
+  const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+  const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
+  const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  if (!cJSON_IsString(jd)) {
+    rssm_fail(err, errlen, "%s: tensor '%s': field dtype missing or not a string", path, name);
+    return RSSM_ERR_INPUT;
+  }
+  int dt = -1;
+  for (int d = 0; d < ST_DTYPE_COUNT; d++)
+    if (strcmp(jd->valuestring, dtype_info[d].name) == 0) dt = d;
+  if (dt < 0) {
+    rssm_fail(
+        err, errlen,
+        "%s: tensor '%s': unknown dtype '%s' (expected a safetensors dtype such as F32, BF16, "
+        "F16)",
+        path, name, jd->valuestring);
+    return RSSM_ERR_INPUT;
+  }
+  if (!cJSON_IsArray(js)) {
+    rssm_fail(err, errlen, "%s: tensor '%s': field shape missing or not an array", path, name);
+    return RSSM_ERR_INPUT;
+  }
+  memset(t, 0, sizeof *t);
+  t->dtype = (st_dtype)dt;
+  int nd = cJSON_GetArraySize(js);
+  if (nd > ST_MAX_NDIM) {
+    rssm_fail(err, errlen, "%s: tensor '%s': shape has %d axes (expected at most %d)", path, name,
+              nd, ST_MAX_NDIM);
+    return RSSM_ERR_INPUT;
+  }
+  t->ndim = nd;
+  int64_t numel = 1;
+  int bad = 0;
+  for (int i = 0; i < nd; i++) {
+    const cJSON *v = cJSON_GetArrayItem(js, i);
+    int64_t d;
+    if (json_u53(v, &d) != 0) {
+      rssm_fail(
+          err, errlen,
+          "%s: tensor '%s': shape[%d] is not a non-negative integer below 2^53 (found %s%g)",
+          path, name, i, cJSON_IsNumber(v) ? "" : "a non-number ",
+          cJSON_IsNumber(v) ? v->valuedouble : 0.0);
+      bad = 1;
+      break;
+    }
+    t->shape[i] = d;
+    if (d != 0 && numel > INT64_MAX / d) {
+      rssm_fail(err, errlen, "%s: tensor '%s': shape overflows 64-bit element count", path, name);
+      bad = 1;
+      break;
+    }
+    numel *= d;
+  }
+  if (bad) {
+    return RSSM_ERR_INPUT;
+  }
+  t->numel = numel;
+  int64_t esize = dtype_info[dt].size;
+  if (numel > INT64_MAX / esize) {
+    rssm_fail(err, errlen, "%s: tensor '%s': byte size overflows 64 bits", path, name);
+    return RSSM_ERR_INPUT;
+  }
+  int64_t nbytes = numel * esize;
+  int64_t b0, b1;
+  if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 ||
+      json_u53(cJSON_GetArrayItem(jo, 0), &b0) != 0 ||
+      json_u53(cJSON_GetArrayItem(jo, 1), &b1) != 0) {
+    rssm_fail(err, errlen,
+              "%s: tensor '%s': field data_offsets is not two non-negative integers [begin, end]",
+              path, name);
+    return RSSM_ERR_INPUT;
+  }
+  if (b1 < b0 || b1 > data_size) {
+    rssm_fail(err, errlen,
+              "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64
+              "] out of range (expected "
+              "begin <= end <= %" PRId64 ", the size of the data block)",
+              path, name, b0, b1, data_size);
+    return RSSM_ERR_INPUT;
+  }
+  if (b1 - b0 != nbytes) {
+    st_shape_string(nd, t->shape, sh, sizeof sh);
+    rssm_fail(err, errlen,
+              "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64
+              " bytes (expected %" PRId64 " for shape %s of %s)",
+              path, name, b0, b1, b1 - b0, nbytes, sh, dtype_info[dt].name);
+    return RSSM_ERR_INPUT;
+  }
+  t->name = xstrdup(name);
+  if (!t->name) {
+    rssm_fail(err, errlen, "%s: out of memory", path);
+    return RSSM_ERR_IO;
+  }
+  t->file = fi;
+  t->data = data + b0;
+  span[0] = b0;
+  span[1] = b1;
+  return RSSM_OK;
+}
+
+/* The k tensors of one file (a->tensors [base, base + k), byte spans span [k][2]) must not
+ * overlap. */
+static int check_overlap(const st_archive *a, int64_t base, const int64_t *span, int64_t k,
+                         const char *path, char *err, size_t errlen) {
+  int rc = RSSM_OK;
+  /* Overlap: sort the spans by begin (insertion order of an index array, small n) and check
+   * neighbours. Empty tensors occupy no bytes and cannot overlap. */
+  int64_t *ord = malloc((size_t)(k + 1) * sizeof *ord); /* [k] */
+  if (!ord) {
+    rssm_fail(err, errlen, "%s: out of memory", path);
+    rc = RSSM_ERR_IO;
+  } else {
+    int64_t m = 0;
+    for (int64_t i = 0; i < k; i++)
+      if (span[2 * i + 1] > span[2 * i]) ord[m++] = i;
+    /* shell sort by begin */
+    for (int64_t gap = m / 2; gap > 0; gap /= 2)
+      for (int64_t i = gap; i < m; i++) {
+        int64_t v = ord[i], j = i;
+        while (j >= gap && span[2 * ord[j - gap]] > span[2 * v]) {
+          ord[j] = ord[j - gap];
+          j -= gap;
+        }
+        ord[j] = v;
+      }
+    for (int64_t i = 1; i < m && rc == RSSM_OK; i++) {
+      int64_t p = ord[i - 1], q = ord[i];
+      if (span[2 * q] < span[2 * p + 1]) {
+        rssm_fail(err, errlen,
+                  "%s: tensors '%s' [%" PRId64 ", %" PRId64 ") and '%s' [%" PRId64 ", %" PRId64
+                  ") overlap (expected disjoint data_offsets)",
+                  path, a->tensors[base + p].name, span[2 * p], span[2 * p + 1],
+                  a->tensors[base + q].name, span[2 * q], span[2 * q + 1]);
+        rc = RSSM_ERR_INPUT;
+      }
+    }
+    free(ord);
+  }
+  return rc;
+}
+
+/* Map one file and append its tensors to a. */
+static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
+  int fi;
+  int rc = map_file(a, path, &fi, err, errlen);
+  if (rc != RSSM_OK) return rc;
+  const unsigned char *bytes = a->files[fi].map;
+  const int64_t size = a->files[fi].size;
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | bytes[i];
   if (hlen > (uint64_t)(size - 8)) {
@@ -187,163 +348,16 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
     rssm_fail(err, errlen, "%s: out of memory", path);
     return RSSM_ERR_IO;
   }
-  int rc = RSSM_OK;
   int64_t k = 0;
-  char sh[256];
   for (const cJSON *e = root->child; e && rc == RSSM_OK; e = e->next) {
     const char *name = e->string;
     if (strcmp(name, "__metadata__") == 0) continue;
-    if (!cJSON_IsObject(e)) {
-      rssm_fail(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-    const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-    if (!cJSON_IsString(jd)) {
-      rssm_fail(err, errlen, "%s: tensor '%s': field dtype missing or not a string", path, name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    int dt = -1;
-    for (int d = 0; d < ST_DTYPE_COUNT; d++)
-      if (strcmp(jd->valuestring, dtype_info[d].name) == 0) dt = d;
-    if (dt < 0) {
-      rssm_fail(
-          err, errlen,
-          "%s: tensor '%s': unknown dtype '%s' (expected a safetensors dtype such as F32, BF16, "
-          "F16)",
-          path, name, jd->valuestring);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    if (!cJSON_IsArray(js)) {
-      rssm_fail(err, errlen, "%s: tensor '%s': field shape missing or not an array", path, name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    st_tensor *t = &a->tensors[base + k];
-    memset(t, 0, sizeof *t);
-    t->dtype = (st_dtype)dt;
-    int nd = cJSON_GetArraySize(js);
-    if (nd > ST_MAX_NDIM) {
-      rssm_fail(err, errlen, "%s: tensor '%s': shape has %d axes (expected at most %d)", path, name,
-                nd, ST_MAX_NDIM);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    t->ndim = nd;
-    int64_t numel = 1;
-    int bad = 0;
-    for (int i = 0; i < nd; i++) {
-      const cJSON *v = cJSON_GetArrayItem(js, i);
-      int64_t d;
-      if (json_u53(v, &d) != 0) {
-        rssm_fail(
-            err, errlen,
-            "%s: tensor '%s': shape[%d] is not a non-negative integer below 2^53 (found %s%g)",
-            path, name, i, cJSON_IsNumber(v) ? "" : "a non-number ",
-            cJSON_IsNumber(v) ? v->valuedouble : 0.0);
-        bad = 1;
-        break;
-      }
-      t->shape[i] = d;
-      if (d != 0 && numel > INT64_MAX / d) {
-        rssm_fail(err, errlen, "%s: tensor '%s': shape overflows 64-bit element count", path, name);
-        bad = 1;
-        break;
-      }
-      numel *= d;
-    }
-    if (bad) {
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    t->numel = numel;
-    int64_t esize = dtype_info[dt].size;
-    if (numel > INT64_MAX / esize) {
-      rssm_fail(err, errlen, "%s: tensor '%s': byte size overflows 64 bits", path, name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    int64_t nbytes = numel * esize;
-    int64_t b0, b1;
-    if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 ||
-        json_u53(cJSON_GetArrayItem(jo, 0), &b0) != 0 ||
-        json_u53(cJSON_GetArrayItem(jo, 1), &b1) != 0) {
-      rssm_fail(err, errlen,
-                "%s: tensor '%s': field data_offsets is not two non-negative integers [begin, end]",
-                path, name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    if (b1 < b0 || b1 > data_size) {
-      rssm_fail(err, errlen,
-                "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64
-                "] out of range (expected "
-                "begin <= end <= %" PRId64 ", the size of the data block)",
-                path, name, b0, b1, data_size);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    if (b1 - b0 != nbytes) {
-      st_shape_string(nd, t->shape, sh, sizeof sh);
-      rssm_fail(err, errlen,
-                "%s: tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64
-                " bytes (expected %" PRId64 " for shape %s of %s)",
-                path, name, b0, b1, b1 - b0, nbytes, sh, dtype_info[dt].name);
-      rc = RSSM_ERR_INPUT;
-      break;
-    }
-    t->name = xstrdup(name);
-    if (!t->name) {
-      rssm_fail(err, errlen, "%s: out of memory", path);
-      rc = RSSM_ERR_IO;
-      break;
-    }
-    t->file = fi;
-    t->data = bytes + data_start + b0;
-    span[2 * k] = b0;
-    span[2 * k + 1] = b1;
-    k++;
+    rc = parse_tensor(e, name, path, fi, bytes + data_start, data_size, &a->tensors[base + k],
+                      span + 2 * k, err, errlen);
+    if (rc == RSSM_OK) k++;
   }
   a->ntensors = base + k;
-  if (rc == RSSM_OK) {
-    /* Overlap: sort the spans by begin (insertion order of an index array, small n) and check
-     * neighbours. Empty tensors occupy no bytes and cannot overlap. */
-    int64_t *ord = malloc((size_t)(k + 1) * sizeof *ord); /* [k] */
-    if (!ord) {
-      rssm_fail(err, errlen, "%s: out of memory", path);
-      rc = RSSM_ERR_IO;
-    } else {
-      int64_t m = 0;
-      for (int64_t i = 0; i < k; i++)
-        if (span[2 * i + 1] > span[2 * i]) ord[m++] = i;
-      /* shell sort by begin */
-      for (int64_t gap = m / 2; gap > 0; gap /= 2)
-        for (int64_t i = gap; i < m; i++) {
-          int64_t v = ord[i], j = i;
-          while (j >= gap && span[2 * ord[j - gap]] > span[2 * v]) {
-            ord[j] = ord[j - gap];
-            j -= gap;
-          }
-          ord[j] = v;
-        }
-      for (int64_t i = 1; i < m && rc == RSSM_OK; i++) {
-        int64_t p = ord[i - 1], q = ord[i];
-        if (span[2 * q] < span[2 * p + 1]) {
-          rssm_fail(err, errlen,
-                    "%s: tensors '%s' [%" PRId64 ", %" PRId64 ") and '%s' [%" PRId64 ", %" PRId64
-                    ") overlap (expected disjoint data_offsets)",
-                    path, a->tensors[base + p].name, span[2 * p], span[2 * p + 1],
-                    a->tensors[base + q].name, span[2 * q], span[2 * q + 1]);
-          rc = RSSM_ERR_INPUT;
-        }
-      }
-      free(ord);
-    }
-  }
+  if (rc == RSSM_OK) rc = check_overlap(a, base, span, k, path, err, errlen);
   free(span);
   cJSON_Delete(root);
   return rc;

@@ -1,4 +1,4 @@
-/* Per-step metrics on the GPU (mc_kernels.h; SPEC section 5; the CPU's src/driver/metrics.c):
+/* Per-step metrics on the GPU (mc_kernels.h; SPEC section 5; the CPU's src/model/metrics.c):
  * only R small structs per step leave the device.
  *
  * row_stats_kernel: block per row. Finite check; max with the first index on ties (the

@@ -537,39 +537,17 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b);
 }
 
-extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs, int C,
-                              int K, uint64_t seed, const uint32_t *sequences, int64_t max_ctx,
-                              char *err, size_t errlen) {
-  *out = nullptr;
+/* The sizes mc_batch_build allocates by: the largest per-row widths of the SSM and attention
+ * layers, and the device bytes the whole batch needs (an estimate that ignores the SSM ring). */
+typedef struct {
+  int64_t need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols;
+} batch_sizes;
+
+static batch_sizes batch_sizes_of(const mc_model *g, int R, int Rp, int64_t max_ctx) {
   const model *m = g->cpu;
   const model_config *c = &m->cfg;
-  if (C < 1 || K < 1 || (int64_t)C * K > 65535 || max_ctx < 1 || max_ctx > INT32_MAX) {
-    rssm_fail(err, errlen,
-              "batch of %d configurations x %d windows, context %lld (expected at least "
-              "one of each, at most 65535 rows and 2^31 positions)",
-              C, K, (long long)max_ctx);
-    return RSSM_ERR_INPUT;
-  }
-  for (int i = 0; i < C; i++)
-    if (cfgs[i].strategy == SSM_SPEC) {
-      rssm_fail(err, errlen,
-                "configuration '%s': spec configurations are not supported on the GPU yet "
-                "(use --device cpu)",
-                cfgs[i].name);
-      return RSSM_ERR_INPUT;
-    }
-  mc_batch *b = (mc_batch *)calloc(1, sizeof *b);
-  if (!b) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
-  b->g = g;
-  b->C = C;
-  b->K = K;
-  b->R = C * K;
-  b->Rpad = (b->R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
-  b->max_ctx = max_ctx;
-  const int R = b->R, Rp = b->Rpad, nb = g->nblocks;
+  const int nb = g->nblocks;
   const int64_t H = c->H, V = c->V, F = (int64_t)sizeof(float);
-
-  /* the memory this batch needs, checked before allocating anything big */
   int64_t need = 3 * Rp * H * F + Rp * (g->max_in_rows + g->max_out_cols + V) * F;
   int64_t max_conv = 0, max_heads = 1, max_vd = 1, max_gk = 1;
   const int64_t kvd = c->n_kv_heads * c->head_dim, qd = c->n_heads * c->head_dim;
@@ -595,20 +573,13 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16) need += Rp * gemm_cols * 2;
-  size_t free_b = 0, total_b = 0;
-  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
-    mc_batch_free(b);
-    return rssm_fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
-  }
-  if (need > (int64_t)free_b) {
-    rssm_fail(err, errlen,
-              "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
-              "has %.1f GiB free",
-              (double)need / 1073741824.0, R, (long long)max_ctx, (double)free_b / 1073741824.0);
-    mc_batch_free(b);
-    return RSSM_ERR_INPUT;
-  }
+  batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols};
+  return z;
+}
 
+/* b's streams, cuBLAS handle, host arrays, side streams and (RSSM_CUDA_PROFILE=1) profile
+ * events. Returns 1, or 0 when one could not be created. */
+static int batch_streams(mc_batch *b, int C, int R, int nb) {
   int ok = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) == cudaSuccess;
   ok = ok && cublasCreate(&b->blas) == CUBLAS_STATUS_SUCCESS;
   ok = ok && cublasSetStream(b->blas, b->stream) == CUBLAS_STATUS_SUCCESS;
@@ -646,12 +617,19 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
     for (int i = 0; ok && i < 3 * nb + 2; i++) ok = cudaEventCreate(&b->prof_ev[i]) == cudaSuccess;
     b->prof = ok;
   }
-  if (!ok) {
-    mc_batch_free(b);
-    return rssm_fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
-           RSSM_ERR_IO;
-  }
-  memcpy(b->cfgs, cfgs, (size_t)C * sizeof(ssm_config));
+  return ok;
+}
+
+/* b's per-step device buffers (rows, projections, logits, metrics, attention, RoPE tables, MoE).
+ * Returns 1, or 0 when device memory ran out. */
+static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K, int64_t max_ctx) {
+  const mc_model *g = b->g;
+  const model *m = g->cpu;
+  const model_config *c = &m->cfg;
+  const int64_t H = c->H, V = c->V, F = (int64_t)sizeof(float);
+  const int64_t max_conv = z->max_conv, max_heads = z->max_heads, max_vd = z->max_vd,
+                max_gk = z->max_gk, qd = z->qd, nchunk = z->nchunk, gemm_cols = z->gemm_cols;
+  int ok;
   ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->u, Rp * H * F) == 0 &&
        DALLOC(b, b->y, Rp * H * F) == 0 && DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
        DALLOC(b, b->act, Rp * max64(g->max_out_cols, 1) * F) == 0 &&
@@ -700,6 +678,21 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
          DALLOC(b, b->mo_sa, Rp * max64(g->moe_is, 1) * F) == 0 &&
          DALLOC(b, b->mo_so, Rp * H * F) == 0;
   }
+  return ok;
+}
+
+/* Every layer's state: conv windows and one GPU SSM engine per configuration for SSM layers,
+ * K/V caches for attention. Returns RSSM_OK, RSSM_ERR_IO (*ok = 0: device memory ran out) or
+ * RSSM_ERR_INPUT with the message (an engine refused its configuration; b is then freed). */
+static int batch_layers(mc_batch *b, const ssm_config *cfgs, int C, int K, uint64_t seed,
+                        const uint32_t *sequences, const batch_sizes *z, int64_t max_ctx, int *okp,
+                        char *err, size_t errlen) {
+  const mc_model *g = b->g;
+  const model *m = g->cpu;
+  const model_config *c = &m->cfg;
+  const int nb = g->nblocks, R = b->R;
+  const int64_t F = (int64_t)sizeof(float), kvd = z->kvd;
+  int ok = 1;
   for (int i = 0; ok && i < nb; i++) {
     const model_block_w *w = &m->blocks[i];
     if (w->kind == BK_GDN || w->kind == BK_MAMBA2) {
@@ -733,6 +726,66 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
       ok = DALLOC(b, b->kc[i], R * max_ctx * kvd * F) == 0 &&
            DALLOC(b, b->vc[i], R * max_ctx * kvd * F) == 0;
     }
+  }
+  *okp = ok;
+  return RSSM_OK;
+}
+
+extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs, int C,
+                              int K, uint64_t seed, const uint32_t *sequences, int64_t max_ctx,
+                              char *err, size_t errlen) {
+  *out = nullptr;
+  if (C < 1 || K < 1 || (int64_t)C * K > 65535 || max_ctx < 1 || max_ctx > INT32_MAX) {
+    rssm_fail(err, errlen,
+              "batch of %d configurations x %d windows, context %lld (expected at least "
+              "one of each, at most 65535 rows and 2^31 positions)",
+              C, K, (long long)max_ctx);
+    return RSSM_ERR_INPUT;
+  }
+  for (int i = 0; i < C; i++)
+    if (cfgs[i].strategy == SSM_SPEC) {
+      rssm_fail(err, errlen,
+                "configuration '%s': spec configurations are not supported on the GPU yet "
+                "(use --device cpu)",
+                cfgs[i].name);
+      return RSSM_ERR_INPUT;
+    }
+  mc_batch *b = (mc_batch *)calloc(1, sizeof *b);
+  if (!b) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
+  b->g = g;
+  b->C = C;
+  b->K = K;
+  b->R = C * K;
+  b->Rpad = (b->R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+  b->max_ctx = max_ctx;
+  const int R = b->R, Rp = b->Rpad, nb = g->nblocks;
+  const batch_sizes z = batch_sizes_of(g, R, Rp, max_ctx);
+  const int64_t need = z.need;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    mc_batch_free(b);
+    return rssm_fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
+  }
+  if (need > (int64_t)free_b) {
+    rssm_fail(err, errlen,
+              "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
+              "has %.1f GiB free",
+              (double)need / 1073741824.0, R, (long long)max_ctx, (double)free_b / 1073741824.0);
+    mc_batch_free(b);
+    return RSSM_ERR_INPUT;
+  }
+
+  int ok = batch_streams(b, C, R, nb);
+  if (!ok) {
+    mc_batch_free(b);
+    return rssm_fail(err, errlen, "CUDA stream, cuBLAS handle or host memory could not be created"),
+           RSSM_ERR_IO;
+  }
+  memcpy(b->cfgs, cfgs, (size_t)C * sizeof(ssm_config));
+  ok = batch_buffers(b, &z, R, Rp, K, max_ctx);
+  if (ok) {
+    int rc = batch_layers(b, cfgs, C, K, seed, sequences, &z, max_ctx, &ok, err, errlen);
+    if (rc != RSSM_OK) return rc;
   }
   if (!ok) {
     rssm_fail(err, errlen,

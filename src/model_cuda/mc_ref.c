@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/driver/metrics.h"
+#include "src/model/metrics.h"
 #include "src/model/linalg.h"
 #include "src/model/moe_route.h"
 

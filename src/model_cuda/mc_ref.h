@@ -57,7 +57,7 @@ void mc_ref_moe_experts(const float *x, int64_t ldx, const int32_t *idx, const f
 void mc_ref_moe_shared_add(float *y, const float *sh, const float *gate_src, int64_t ldg, int R,
                            int64_t H);
 
-/* metrics_log_softmax / metrics_step of src/driver/metrics.c, per row, in the kernel's output
+/* metrics_log_softmax / metrics_step of src/model/metrics.c, per row, in the kernel's output
  * form. */
 void mc_ref_row_metrics(const float *logits /* [R][V] */, const int64_t *target /* [K] */, int R,
                         int K, int64_t V, mc_row_stats *stats /* [R] */,

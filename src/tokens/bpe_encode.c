@@ -11,23 +11,6 @@
 #define CACHE_MAX_PIECE 128                /* longer pre-tokens are rare: not cached */
 #define CACHE_MAX_IDS (INT64_C(1) << 24)  /* 64 MiB of cached ids, then the cache starts over */
 
-void bpe_ids_free(bpe_ids *v) {
-  free(v->ids);
-  memset(v, 0, sizeof *v);
-}
-
-int bpe_ids_push(bpe_ids *v, uint32_t id) {
-  if (v->n == v->cap) {
-    int64_t cap = v->cap ? v->cap * 2 : 1 << 12;
-    uint32_t *p = realloc(v->ids, (size_t)cap * sizeof *p);
-    if (!p) return -1;
-    v->ids = p;
-    v->cap = cap;
-  }
-  v->ids[v->n++] = id;
-  return 0;
-}
-
 /* Encoding state passed down the stages. */
 typedef struct {
   bpe_tokenizer *t;

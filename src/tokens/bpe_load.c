@@ -89,6 +89,142 @@ static int set_bytes(bpe_tokenizer *t, uint32_t id, const char *p, size_t n) {
   return 0;
 }
 
+/* t->byte_id: the initial symbol of every byte (model: the tokenizer's "model" object). */
+static void load_byte_ids(loader *L, const cJSON *model, int byte_fallback) {
+  bpe_tokenizer *t = L->t;
+  uint32_t id;
+  /* the initial symbol of each byte: its byte-level character, else <0xNN> with byte_fallback,
+   * else unk_token, else none (the library then drops the byte) */
+  const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+  for (unsigned b = 0; b < 256; b++) {
+    char s[16];
+    uint32_t cp = bpe_byte_to_cp(b);
+    size_t n = cp < 0x80 ? (s[0] = (char)cp, 1)
+                         : (s[0] = (char)(0xC0 | (cp >> 6)), s[1] = (char)(0x80 | (cp & 0x3F)), 2);
+    t->byte_id[b] = UINT32_MAX;
+    if (bpe_strmap_get(&L->mapped, s, n, &id)) {
+      t->byte_id[b] = id;
+      continue;
+    }
+    snprintf(s, sizeof s, "<0x%02X>", b);
+    if (byte_fallback && bpe_strmap_get(&L->mapped, s, strlen(s), &id)) t->byte_id[b] = id;
+    else if (cJSON_IsString(unk) && bpe_strmap_get(&L->mapped, unk->valuestring,
+                                                  strlen(unk->valuestring), &id))
+      t->byte_id[b] = id;
+  }
+
+}
+
+/* t->merges from model.merges. */
+static int load_merges(loader *L, const cJSON *model) {
+  bpe_tokenizer *t = L->t;
+  const cJSON *e;
+  int rc;
+  /* merges: "a b" strings (the older form) or ["a", "b"] lists; rank = position, and a pair
+   * listed twice keeps its last rank (the library builds a hash map from the list) */
+  const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+  if (!cJSON_IsArray(merges)) return fail(L, "model.merges: missing (expected a list of merges)");
+  int r = 0;
+  char *cat = NULL;
+  size_t catcap = 0;
+  cJSON_ArrayForEach(e, merges) {
+    const char *a, *b;
+    size_t la, lb;
+    if (cJSON_IsString(e)) {
+      const char *sp = strchr(e->valuestring, ' ');
+      if (!sp || strchr(sp + 1, ' '))
+        {
+      rc = fail(L, "model.merges[%d]: \"%s\" (expected \"LEFT RIGHT\": two tokens "
+                                  "and one space)", r, e->valuestring);
+      free(cat);
+      return rc;
+    }
+      a = e->valuestring, la = (size_t)(sp - a), b = sp + 1, lb = strlen(b);
+    } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 &&
+               cJSON_IsString(cJSON_GetArrayItem(e, 0)) && cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
+      a = cJSON_GetArrayItem(e, 0)->valuestring, la = strlen(a);
+      b = cJSON_GetArrayItem(e, 1)->valuestring, lb = strlen(b);
+    } else {
+      {
+      rc = fail(L, "model.merges[%d]: not a merge (expected \"LEFT RIGHT\" or "
+                                "[\"LEFT\", \"RIGHT\"])", r);
+      free(cat);
+      return rc;
+    }
+    }
+    uint32_t ia, ib, im;
+    if (la + lb + 1 > catcap) {
+      catcap = 2 * (la + lb) + 64;
+      free(cat);
+      cat = malloc(catcap);
+      if (!cat) return oom(L);
+    }
+    memcpy(cat, a, la);
+    memcpy(cat + la, b, lb);
+    cat[la + lb] = '\0';
+    if (!bpe_strmap_get(&L->mapped, a, la, &ia) || !bpe_strmap_get(&L->mapped, b, lb, &ib))
+      {
+      rc = fail(L, "model.merges[%d]: \"%.*s\" or \"%.*s\" is not in model.vocab", r,
+                             (int)la, a, (int)lb, b);
+      free(cat);
+      return rc;
+    }
+    if (!bpe_strmap_get(&L->mapped, cat, la + lb, &im))
+      {
+      rc = fail(L, "model.merges[%d]: the merged token \"%s\" is not in model.vocab", r,
+                             cat);
+      free(cat);
+      return rc;
+    }
+    if (bpe_u64map_put(&t->merges, ((uint64_t)ia << 32) | ib, ((uint64_t)r << 32) | im) != 0)
+      {
+      free(cat);
+      return oom(L);
+    }
+    r++;
+  }
+  free(cat);
+
+  return RSSM_OK;
+}
+
+/* t->added from added_tokens [na]. */
+static int load_added(loader *L, const cJSON *added, int na) {
+  bpe_tokenizer *t = L->t;
+  int rc;
+  /* added tokens (after the vocabulary: their content is what decoding gives back) */
+  t->added = calloc((size_t)(na ? na : 1), sizeof *t->added);
+  if (!t->added) return oom(L);
+  for (int i = 0; i < na; i++) {
+    const cJSON *a = cJSON_GetArrayItem(added, i);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+    if (!cJSON_IsString(c) || c->valuestring[0] == '\0')
+      return fail(L, "added_tokens[%d].content: missing or empty (expected the token's text)", i);
+    const char *flags[] = {"single_word", "lstrip", "rstrip"};
+    for (int f = 0; f < 3; f++) {
+      int on;
+      char field[64];
+      snprintf(field, sizeof field, "added_tokens[%d]", i);
+      if ((rc = get_bool(L, a, field, flags[f], 0, &on)) != RSSM_OK) return rc;
+      if (on) return fail(L, "added_tokens[%d].%s: true is not supported (expected false)", i, flags[f]);
+    }
+    bpe_added *d = &t->added[t->nadded];
+    char field[64];
+    snprintf(field, sizeof field, "added_tokens[%d]", i);
+    if ((rc = get_bool(L, a, field, "special", 0, &d->special)) != RSSM_OK) return rc;
+    if ((rc = get_bool(L, a, field, "normalized", !d->special, &d->normalized)) != RSSM_OK) return rc;
+    get_id(cJSON_GetObjectItemCaseSensitive(a, "id"), &d->id);
+    d->len = strlen(c->valuestring);
+    d->content = malloc(d->len + 1);
+    if (!d->content) return oom(L);
+    memcpy(d->content, c->valuestring, d->len + 1);
+    t->first_byte[d->normalized][(unsigned char)d->content[0]] = 1;
+    t->nadded++;
+    if (set_bytes(t, d->id, d->content, d->len) != 0) return oom(L);
+  }
+  return RSSM_OK;
+}
+
 static int load_model(loader *L, const cJSON *root) {
   bpe_tokenizer *t = L->t;
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -158,121 +294,10 @@ static int load_model(loader *L, const cJSON *root) {
   }
   free(raw);
 
-  /* the initial symbol of each byte: its byte-level character, else <0xNN> with byte_fallback,
-   * else unk_token, else none (the library then drops the byte) */
-  const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
-  for (unsigned b = 0; b < 256; b++) {
-    char s[16];
-    uint32_t cp = bpe_byte_to_cp(b);
-    size_t n = cp < 0x80 ? (s[0] = (char)cp, 1)
-                         : (s[0] = (char)(0xC0 | (cp >> 6)), s[1] = (char)(0x80 | (cp & 0x3F)), 2);
-    t->byte_id[b] = UINT32_MAX;
-    if (bpe_strmap_get(&L->mapped, s, n, &id)) {
-      t->byte_id[b] = id;
-      continue;
-    }
-    snprintf(s, sizeof s, "<0x%02X>", b);
-    if (byte_fallback && bpe_strmap_get(&L->mapped, s, strlen(s), &id)) t->byte_id[b] = id;
-    else if (cJSON_IsString(unk) && bpe_strmap_get(&L->mapped, unk->valuestring,
-                                                  strlen(unk->valuestring), &id))
-      t->byte_id[b] = id;
-  }
+  load_byte_ids(L, model, byte_fallback);
 
-  /* merges: "a b" strings (the older form) or ["a", "b"] lists; rank = position, and a pair
-   * listed twice keeps its last rank (the library builds a hash map from the list) */
-  const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-  if (!cJSON_IsArray(merges)) return fail(L, "model.merges: missing (expected a list of merges)");
-  int r = 0;
-  char *cat = NULL;
-  size_t catcap = 0;
-  cJSON_ArrayForEach(e, merges) {
-    const char *a, *b;
-    size_t la, lb;
-    if (cJSON_IsString(e)) {
-      const char *sp = strchr(e->valuestring, ' ');
-      if (!sp || strchr(sp + 1, ' '))
-        {
-      rc = fail(L, "model.merges[%d]: \"%s\" (expected \"LEFT RIGHT\": two tokens "
-                                  "and one space)", r, e->valuestring);
-      free(cat);
-      return rc;
-    }
-      a = e->valuestring, la = (size_t)(sp - a), b = sp + 1, lb = strlen(b);
-    } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 &&
-               cJSON_IsString(cJSON_GetArrayItem(e, 0)) && cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-      a = cJSON_GetArrayItem(e, 0)->valuestring, la = strlen(a);
-      b = cJSON_GetArrayItem(e, 1)->valuestring, lb = strlen(b);
-    } else {
-      {
-      rc = fail(L, "model.merges[%d]: not a merge (expected \"LEFT RIGHT\" or "
-                                "[\"LEFT\", \"RIGHT\"])", r);
-      free(cat);
-      return rc;
-    }
-    }
-    uint32_t ia, ib, im;
-    if (la + lb + 1 > catcap) {
-      catcap = 2 * (la + lb) + 64;
-      free(cat);
-      cat = malloc(catcap);
-      if (!cat) return oom(L);
-    }
-    memcpy(cat, a, la);
-    memcpy(cat + la, b, lb);
-    cat[la + lb] = '\0';
-    if (!bpe_strmap_get(&L->mapped, a, la, &ia) || !bpe_strmap_get(&L->mapped, b, lb, &ib))
-      {
-      rc = fail(L, "model.merges[%d]: \"%.*s\" or \"%.*s\" is not in model.vocab", r,
-                             (int)la, a, (int)lb, b);
-      free(cat);
-      return rc;
-    }
-    if (!bpe_strmap_get(&L->mapped, cat, la + lb, &im))
-      {
-      rc = fail(L, "model.merges[%d]: the merged token \"%s\" is not in model.vocab", r,
-                             cat);
-      free(cat);
-      return rc;
-    }
-    if (bpe_u64map_put(&t->merges, ((uint64_t)ia << 32) | ib, ((uint64_t)r << 32) | im) != 0)
-      {
-      free(cat);
-      return oom(L);
-    }
-    r++;
-  }
-  free(cat);
-
-  /* added tokens (after the vocabulary: their content is what decoding gives back) */
-  t->added = calloc((size_t)(na ? na : 1), sizeof *t->added);
-  if (!t->added) return oom(L);
-  for (int i = 0; i < na; i++) {
-    const cJSON *a = cJSON_GetArrayItem(added, i);
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
-    if (!cJSON_IsString(c) || c->valuestring[0] == '\0')
-      return fail(L, "added_tokens[%d].content: missing or empty (expected the token's text)", i);
-    const char *flags[] = {"single_word", "lstrip", "rstrip"};
-    for (int f = 0; f < 3; f++) {
-      int on;
-      char field[64];
-      snprintf(field, sizeof field, "added_tokens[%d]", i);
-      if ((rc = get_bool(L, a, field, flags[f], 0, &on)) != RSSM_OK) return rc;
-      if (on) return fail(L, "added_tokens[%d].%s: true is not supported (expected false)", i, flags[f]);
-    }
-    bpe_added *d = &t->added[t->nadded];
-    char field[64];
-    snprintf(field, sizeof field, "added_tokens[%d]", i);
-    if ((rc = get_bool(L, a, field, "special", 0, &d->special)) != RSSM_OK) return rc;
-    if ((rc = get_bool(L, a, field, "normalized", !d->special, &d->normalized)) != RSSM_OK) return rc;
-    get_id(cJSON_GetObjectItemCaseSensitive(a, "id"), &d->id);
-    d->len = strlen(c->valuestring);
-    d->content = malloc(d->len + 1);
-    if (!d->content) return oom(L);
-    memcpy(d->content, c->valuestring, d->len + 1);
-    t->first_byte[d->normalized][(unsigned char)d->content[0]] = 1;
-    t->nadded++;
-    if (set_bytes(t, d->id, d->content, d->len) != 0) return oom(L);
-  }
+  if ((rc = load_merges(L, model)) != RSSM_OK) return rc;
+  if ((rc = load_added(L, added, na)) != RSSM_OK) return rc;
   return RSSM_OK;
 }
 

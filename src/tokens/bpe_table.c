@@ -1,7 +1,9 @@
 /* Open-addressing hash maps of the byte-level BPE (bpe_internal.h): byte strings -> uint32 (the
  * vocabulary by raw bytes, the pre-token cache) and uint64 -> uint64 (the merges). Linear
  * probing, power-of-two capacities, grown at half full, so lookups stay short; nothing is ever
- * deleted except by clearing a whole map. */
+ * deleted except by clearing a whole map. And the growable id array (bpe_ids) that the encoder
+ * (bpe_encode.c) and the merge loop (bpe_merge.c) both append to, kept here, below both, so that
+ * neither calls back into the other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,5 +150,22 @@ int bpe_u64map_put(bpe_u64map *m, uint64_t key, uint64_t value) {
   if (m->keys[i] == BPE_U64_EMPTY) m->used++;
   m->keys[i] = key;
   m->vals[i] = value;
+  return 0;
+}
+
+void bpe_ids_free(bpe_ids *v) {
+  free(v->ids);
+  memset(v, 0, sizeof *v);
+}
+
+int bpe_ids_push(bpe_ids *v, uint32_t id) {
+  if (v->n == v->cap) {
+    int64_t cap = v->cap ? v->cap * 2 : 1 << 12;
+    uint32_t *p = realloc(v->ids, (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    v->ids = p;
+    v->cap = cap;
+  }
+  v->ids[v->n++] = id;
   return 0;
 }

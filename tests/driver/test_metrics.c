@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/driver/decoder.h"
-#include "src/driver/metrics.h"
+#include "src/decode/decoder.h"
+#include "src/model/metrics.h"
 #include "src/io/status.h"
 #include "src/ssm/ssm_config.h"
 #include "tests/cli/cli_test_util.h"

@@ -1,6 +1,6 @@
 /* `replayssm run` on real model directories: tiny random Qwen3.5 (GDN + gated attention) and
  * Nemotron-H (Mamba-2 + attention + MoE) checkpoints written by the model tests' helpers, decoded
- * through the model runtime's backend (src/model/hf_decoder.h). The control floor, spec with fp32
+ * through the model runtime's backend (src/decode/hf_decoder.h). The control floor, spec with fp32
  * checkpoints, thread independence and resume after SIGKILL, end to end; the batched stepping
  * (step_many) against one decoder at a time. */
 #include <criterion/criterion.h>

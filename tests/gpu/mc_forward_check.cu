@@ -36,7 +36,7 @@
 
 extern "C" {
 #include "quant/numerics.h"
-#include "src/driver/metrics.h"
+#include "src/model/metrics.h"
 #include "src/model/model.h"
 #include "src/ssm/ssm_config.h"
 }

@@ -1,4 +1,4 @@
-/* The decoder-interface backend (src/model/hf_decoder.h) on the transformers fixtures: step-by-step
+/* The decoder-interface backend (src/decode/hf_decoder.h) on the transformers fixtures: step-by-step
  * logits match ref_logits.npy, spec verify/commit rounds match them too, and a decoder saved
  * mid-way and loaded into a fresh one continues bit-identically. */
 #include <criterion/criterion.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "src/io/npy.h"
-#include "src/model/hf_decoder.h"
+#include "src/decode/hf_decoder.h"
 #include "src/ssm/ssm_accept.h"
 #include "src/ssm/ssm_config.h"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "src/driver/decoder.h"
-#include "src/model/hf_decoder.h"
+#include "src/decode/decoder.h"
+#include "src/decode/hf_decoder.h"
 #include "src/model/linalg.h"
 #include "src/model/model.h"
 #include "src/ssm/ssm_accept.h"

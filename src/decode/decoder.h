@@ -18,8 +18,8 @@
  * Errors: functions return RSSM_OK, RSSM_ERR_INPUT (bad token, wrong use) or RSSM_ERR_IO (out of
  * memory, internal), with one line in err. Non-finite logits are not an error: the driver
  * detects them. */
-#ifndef RSSM_DRIVER_DECODER_H
-#define RSSM_DRIVER_DECODER_H
+#ifndef RSSM_DECODE_DECODER_H
+#define RSSM_DECODE_DECODER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +49,10 @@ typedef struct {
   int (*step_many)(const rssm_model *m, rssm_decoder *const *d /* [n] */, int n,
                    const int64_t *tokens /* [n] */, float *const *logits /* [n] -> [V] */,
                    int *failed, char *err, size_t errlen);
+  /* Optional (NULL: the backend has no threads of its own). The threads the backend may use
+   * inside one call (the CPU model runtime's matrix-vector products); results do not depend on
+   * it. */
+  void (*set_threads)(rssm_model *m, int threads);
 } rssm_model_ops;
 
 struct rssm_model {
@@ -79,7 +83,7 @@ struct rssm_decoder {
 };
 
 /* Opens a model by name: "toy:gdn", "toy:mamba2" (optionally ":SEED", e.g. "toy:gdn:7"), or a
- * Hugging Face directory (the CPU model runtime, src/model/hf_decoder.h). Returns RSSM_OK,
+ * Hugging Face directory (the CPU model runtime, src/decode/hf_decoder.h). Returns RSSM_OK,
  * RSSM_ERR_INPUT (unknown toy, missing path, not loadable) or RSSM_ERR_IO. */
 int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen);
 void rssm_model_close(rssm_model *m);
@@ -87,6 +91,9 @@ void rssm_model_close(rssm_model *m);
 static inline int rssm_decoder_open(const rssm_model *m, const rssm_decoder_params *p,
                                     rssm_decoder **out, char *err, size_t errlen) {
   return m->ops->open(m, p, out, err, errlen);
+}
+static inline void rssm_model_set_threads(rssm_model *m, int threads) {
+  if (m->ops->set_threads) m->ops->set_threads(m, threads);
 }
 static inline void rssm_decoder_free(rssm_decoder *d) {
   if (d) d->ops->free(d);

@@ -1,5 +1,5 @@
 /* Per-step metrics (metrics.h). */
-#include "src/driver/metrics.h"
+#include "src/model/metrics.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /* The toy hybrid model (toy_model.h): weights from splitmix64, decoding through the real SSM
  * state engine (src/ssm/ssm_engine.h). */
-#include "src/driver/toy_model.h"
+#include "src/decode/toy_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -424,7 +424,7 @@ static void toy_close(rssm_model *m) {
   free(m);
 }
 
-static const rssm_model_ops toy_model_ops = {toy_open, toy_close, NULL};
+static const rssm_model_ops toy_model_ops = {toy_open, toy_close, NULL, NULL};
 
 int toy_model_open(const char *name, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;

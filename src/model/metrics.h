@@ -11,8 +11,8 @@
  * ~1e-16, where the term is ~1e-32) count as 0.
  * nll = -log p_cfg(target); dp = p_cfg(target) - p_ref(target); top1 = whether the argmaxes
  * (first index on ties) agree. */
-#ifndef RSSM_DRIVER_METRICS_H
-#define RSSM_DRIVER_METRICS_H
+#ifndef RSSM_MODEL_METRICS_H
+#define RSSM_MODEL_METRICS_H
 
 #include <stdint.h>
 

@@ -1,4 +1,6 @@
-/* One option table per command: the same rows parse argv and print --help (docs/cli.md).
+/* One option table per command: the same rows parse argv and print --help (docs/cli.md). In the
+ * bottom layer (like the other text formats of src/io) so that the commands of src/cli and the
+ * benchmarks' entry points (src/bench_*) describe their options the same way.
  *
  * Every command describes its options as an array of cli_opt rows (name, type, where the value
  * goes, range, default, help text) and calls cli_parse once; --help/-h is answered from the same
@@ -6,8 +8,8 @@
  * a flag takes no value; arguments not starting with '-' (and "-" itself) are operands; after
  * "--" everything is an operand when the command allows it. A bad argument is one line on stderr
  * ("replayssm CMD: ...") and the exit status 2. */
-#ifndef RSSM_CLI_CLI_OPTS_H
-#define RSSM_CLI_CLI_OPTS_H
+#ifndef RSSM_IO_CLI_OPTS_H
+#define RSSM_IO_CLI_OPTS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* The table-driven option parser and --help printer (cli_opts.h). */
-#include "src/cli/cli_opts.h"
+#include "src/io/cli_opts.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

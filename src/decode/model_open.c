@@ -4,10 +4,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "src/driver/decoder.h"
-#include "src/driver/toy_model.h"
+#include "src/decode/decoder.h"
+#include "src/decode/toy_model.h"
 #include "src/io/status.h"
-#include "src/model/hf_decoder.h"
+#include "src/decode/hf_decoder.h"
 
 int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;
@@ -23,7 +23,7 @@ int rssm_model_open(const char *name, rssm_model **out, char *err, size_t errlen
              "with config.json, toy:gdn or toy:mamba2)", name);
     return RSSM_ERR_INPUT;
   }
-  /* a Hugging Face directory: the CPU model runtime's backend (src/model/hf_decoder.h) */
+  /* a Hugging Face directory: the CPU model runtime's backend (src/decode/hf_decoder.h) */
   return hf_model_open(name, out, err, errlen);
 }
 

@@ -1,5 +1,5 @@
 /* Decoder-interface backend for Hugging Face model directories (hf_decoder.h). */
-#include "src/model/hf_decoder.h"
+#include "src/decode/hf_decoder.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -237,7 +237,12 @@ static int hf_step_many(const rssm_model *m, rssm_decoder *const *d, int n,
   return rc;
 }
 
-static const rssm_model_ops hf_model_ops = {hf_open, hf_close, hf_step_many};
+static void hf_set_threads(rssm_model *m, int threads) {
+  (void)m; /* the model runtime's thread count is one setting for the process */
+  model_set_threads(threads);
+}
+
+static const rssm_model_ops hf_model_ops = {hf_open, hf_close, hf_step_many, hf_set_threads};
 
 int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
   *out = NULL;
@@ -275,4 +280,8 @@ int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
            (double)w->n_params / 1e6);
   *out = m;
   return RSSM_OK;
+}
+
+const model *hf_model_of(const rssm_model *m) {
+  return m && m->ops == &hf_model_ops ? (const model *)m->impl : NULL;
 }

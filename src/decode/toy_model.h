@@ -11,12 +11,12 @@
  * alpha = exp(dt A_h), v = dt x. The state is read through a per-head RMS norm, so the output
  * depends on the state's direction, not its scale, and every relative state error reaches the
  * logits; the gain (4) keeps the distributions far from uniform. */
-#ifndef RSSM_DRIVER_TOY_MODEL_H
-#define RSSM_DRIVER_TOY_MODEL_H
+#ifndef RSSM_DECODE_TOY_MODEL_H
+#define RSSM_DECODE_TOY_MODEL_H
 
 #include <stddef.h>
 
-#include "src/driver/decoder.h"
+#include "src/decode/decoder.h"
 
 /* name: "gdn", "mamba2" or "mamba2-big" (input projections x 1e5: states near 1e6, beyond fp16's
  * range, so that tests can make a configuration go non-finite), optionally followed by ":SEED".

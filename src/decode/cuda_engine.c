@@ -1,0 +1,188 @@
+/* `replayssm run --device cuda`: the GPU runtime as a block engine (engine.h,
+ * docs/gpu-runtime.md).
+ *
+ * One mc_batch of (C + 1) x K rows: configuration 0 is the run's reference, configuration c + 1
+ * the experiment's configuration c; row (c + 1) K + k is window k under configuration c, row k
+ * the reference of window k. Every step feeds window k's token to its rows and reads back only
+ * the per-row metrics (mc_row_metrics: kl, nll, dp, top1, finite), which go into the driver's
+ * buffers with the driver's non-finite rule. Resume: a row's state is mc_batch_row_*. Not yet:
+ * spec configurations (refused by mc_batch_build). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/decode/engine.h"
+#include "src/decode/hf_decoder.h"
+#include "src/io/status.h"
+#include "src/model_cuda/mc_model.h"
+
+#ifndef RSSM_HAVE_CUDA
+
+int cuda_engine_open(const rssm_engine_params *p, rssm_engine **out, char *err, size_t errlen) {
+  (void)p;
+  *out = NULL;
+  mc_device_check(err, errlen);
+  return RSSM_ERR_INPUT;
+}
+
+#else
+
+typedef struct {
+  rssm_engine base;
+  mc_model *g;
+  mc_batch *b;
+  int64_t K, C, N, offset;
+  int64_t *x, *y;          /* [K] this step's tokens and targets */
+  mc_row_metrics *met;     /* [(C + 1) K] */
+} cuda_engine;
+
+static void ce_close(rssm_engine *e) {
+  if (!e) return;
+  cuda_engine *g = e->impl;
+  mc_batch_free(g->b);
+  mc_model_free(g->g);
+  free(g->x);
+  free(g->y);
+  free(g->met);
+  free(g);
+}
+
+static int64_t ce_row_bytes(const rssm_engine *e, int row) {
+  const cuda_engine *g = e->impl;
+  return mc_batch_row_bytes(g->b, row);
+}
+static int ce_row_save(const rssm_engine *e, int row, void *buf, char *err, size_t errlen) {
+  const cuda_engine *g = e->impl;
+  return mc_batch_row_save(g->b, row, buf, err, errlen);
+}
+static int ce_row_load(rssm_engine *e, int row, const void *buf, int64_t len, char *err,
+                       size_t errlen) {
+  cuda_engine *g = e->impl;
+  return mc_batch_row_load(g->b, row, buf, len, err, errlen);
+}
+
+/* Step t's metrics of row (c + 1) K + k into pair (k, c)'s buffers, or its dead values. */
+static void record_pair(const cuda_engine *g, const rssm_engine_out *o, int64_t k, int64_t c,
+                        int64_t t) {
+  const int64_t pi = k * g->C + c;
+  const mc_row_metrics *mm = &g->met[(c + 1) * g->K + k];
+  const size_t i = (size_t)(k * g->N + t);
+  if (!o->dead[pi] && !mm->finite) {
+    /* as the CPU path: from this step on kl = inf, nll = inf, dp = NaN, top1 = 0 */
+    if (o->first_nonfinite[c][k] < 0) o->first_nonfinite[c][k] = t;
+    o->dead[pi] = 1;
+  }
+  if (o->dead[pi]) {
+    o->kl[c][i] = INFINITY;
+    o->nll[c][i] = INFINITY;
+    o->dp[c][i] = NAN;
+    o->top1[c][i] = 0;
+  } else {
+    o->kl[c][i] = mm->kl;
+    o->nll[c][i] = mm->nll;
+    o->dp[c][i] = mm->dp;
+    o->top1[c][i] = (uint8_t)mm->top1;
+  }
+}
+
+static int ce_block(rssm_engine *e, const int64_t *tok, int64_t t0, int64_t t1,
+                    const rssm_engine_out *o, char *err, size_t errlen) {
+  cuda_engine *g = e->impl;
+  const int64_t K = g->K, C = g->C, N = g->N;
+  char e2[600];
+  for (int64_t t = t0; t < t1; t++) {
+    for (int64_t k = 0; k < K; k++) {
+      g->x[k] = tok[k * (N + 1) + t];
+      g->y[k] = tok[k * (N + 1) + t + 1];
+    }
+    int rc = mc_batch_step(g->b, g->x, g->y, NULL, g->met, e2, sizeof e2);
+    if (rc != RSSM_OK) {
+      snprintf(err, errlen, "GPU step %lld: %s", (long long)t, e2);
+      return rc;
+    }
+    for (int64_t k = 0; k < K; k++) {
+      const mc_row_metrics *ref = &g->met[k];
+      if (!ref->finite) {
+        snprintf(err, errlen, "the reference's logits are not finite at sequence %lld, step %lld "
+                 "(the fp32 reference must stay finite)", (long long)(g->offset + k),
+                 (long long)t);
+        return RSSM_ERR_INPUT;
+      }
+      o->ref_nll[k * N + t] = ref->nll;
+      for (int64_t c = 0; c < C; c++) record_pair(g, o, k, c, t);
+    }
+  }
+  return RSSM_OK;
+}
+
+static const rssm_engine_ops cuda_engine_ops = {ce_block, ce_row_bytes, ce_row_save, ce_row_load,
+                                                ce_close};
+
+/* The device model and batch of g (host buffers allocated). */
+static int build_batch(cuda_engine *g, const rssm_engine_params *p, const model *m, char *err,
+                       size_t errlen) {
+  ssm_config *cfgs = calloc((size_t)p->C + 1, sizeof *cfgs);
+  uint32_t *seqs = calloc((size_t)p->K, sizeof *seqs);
+  int rc = cfgs && seqs ? RSSM_OK : RSSM_ERR_IO;
+  if (rc != RSSM_OK) snprintf(err, errlen, "out of host memory");
+  if (rc == RSSM_OK) {
+    cfgs[0] = *p->reference;
+    for (int64_t c = 0; c < p->C; c++) cfgs[c + 1] = p->configs[c];
+    for (int64_t k = 0; k < p->K; k++) seqs[k] = (uint32_t)(p->offset + k);
+    rc = mc_model_upload(m, &g->g, err, errlen);
+  }
+  /* positions 0..N-1 are fed (no spec: Tmax = 1) */
+  if (rc == RSSM_OK)
+    rc = mc_batch_build(&g->b, g->g, cfgs, (int)p->C + 1, (int)p->K, p->seed, seqs, p->N, err,
+                        errlen);
+  /* one CUDA Graph per step (bit-identical to launching, checked on the H200); RSSM_CUDA_GRAPH=0
+   * launches kernel by kernel, for debugging and RSSM_CUDA_PROFILE */
+  const char *graph = getenv("RSSM_CUDA_GRAPH");
+  if (rc == RSSM_OK && !(graph && strcmp(graph, "0") == 0)) mc_batch_use_graph(g->b, 1);
+  free(cfgs);
+  free(seqs);
+  return rc;
+}
+
+int cuda_engine_open(const rssm_engine_params *p, rssm_engine **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (mc_device_check(err, errlen) != 0) return RSSM_ERR_INPUT;
+  const model *m = hf_model_of(p->m);
+  if (!m) {
+    snprintf(err, errlen, "needs a Hugging Face model directory (the toy models "
+             "run on the CPU only)");
+    return RSSM_ERR_INPUT;
+  }
+  if (p->K > 65535 / (p->C + 1)) {
+    snprintf(err, errlen, "%lld sequences x %lld configurations exceed 65535 rows",
+             (long long)p->K, (long long)(p->C + 1));
+    return RSSM_ERR_INPUT;
+  }
+  cuda_engine *g = calloc(1, sizeof *g);
+  if (!g) {
+    snprintf(err, errlen, "out of host memory");
+    return RSSM_ERR_IO;
+  }
+  g->base.ops = &cuda_engine_ops;
+  g->base.impl = g;
+  g->K = p->K;
+  g->C = p->C;
+  g->N = p->N;
+  g->offset = p->offset;
+  const int64_t rows = (p->C + 1) * p->K;
+  g->x = calloc((size_t)p->K, sizeof *g->x);
+  g->y = calloc((size_t)p->K, sizeof *g->y);
+  g->met = calloc((size_t)rows, sizeof *g->met);
+  int rc = g->x && g->y && g->met ? RSSM_OK : RSSM_ERR_IO;
+  if (rc != RSSM_OK) snprintf(err, errlen, "out of host memory");
+  if (rc == RSSM_OK) rc = build_batch(g, p, m, err, errlen);
+  if (rc != RSSM_OK) {
+    ce_close(&g->base);
+    return rc;
+  }
+  *out = &g->base;
+  return RSSM_OK;
+}
+
+#endif
