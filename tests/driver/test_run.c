@@ -18,6 +18,7 @@
 #include "src/tokens/token_source.h"
 #include "tests/cli/cli_test_util.h"
 #include "tests/driver/driver_test_util.h"
+#include "tests/driver/summary_ref.h"
 
 static const char *dir;
 static char toks[TPATH_MAX], ini[TPATH_MAX], errf[TPATH_MAX];
@@ -109,6 +110,8 @@ Test(run, control_floor_kl_sign_and_layout) {
   }
   cr_assert_eq(d.window_start[2], src.n - 161);
   token_source_free(&src);
+  /* the summary's statistics of every configuration, evaluated independently from the file */
+  for (int c = 0; c < d.nconfig; c++) summary_check_against_reference(&d, c);
   run_data_free(&d);
   /* an existing output is never overwritten without --force */
   cr_assert_eq(rssm(errf, (const char *[]){"run", ini, "--out", out, "--quiet", NULL}), 2);
