@@ -11,45 +11,7 @@
 #include "src/sim/sim_h5.h"
 #include "src/sim/ssm_sim.h"
 #include "tests/cli/cli_test_util.h"
-
-/* Reads dataset loc/name of n elements of type into buf (asserting its size). */
-static void read_dataset(hid_t loc, const char *name, hid_t type, void *buf, hssize_t n) {
-  hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
-  cr_assert_geq(ds, 0, "dataset %s missing", name);
-  hid_t sp = H5Dget_space(ds);
-  cr_assert_eq(H5Sget_simple_extent_npoints(sp), n, "dataset %s: size", name);
-  if (n > 0) cr_assert_geq(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), 0);
-  H5Sclose(sp);
-  H5Dclose(ds);
-}
-
-static void attr_str(hid_t loc, const char *name, char *out, size_t cap) {
-  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-  cr_assert_geq(a, 0, "attribute %s missing", name);
-  hid_t t = H5Aget_type(a);
-  size_t n = H5Tget_size(t);
-  cr_assert_lt(n, cap);
-  memset(out, 0, cap);
-  if (H5Tis_variable_str(t) > 0) {
-    char *s = NULL;
-    cr_assert_geq(H5Aread(a, t, &s), 0);
-    snprintf(out, cap, "%s", s);
-    H5free_memory(s);
-  } else {
-    cr_assert_geq(H5Aread(a, t, out), 0);
-  }
-  H5Tclose(t);
-  H5Aclose(a);
-}
-
-static int64_t attr_i64(hid_t loc, const char *name) {
-  int64_t v = 0;
-  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-  cr_assert_geq(a, 0, "attribute %s missing", name);
-  cr_assert_geq(H5Aread(a, H5T_NATIVE_INT64, &v), 0);
-  H5Aclose(a);
-  return v;
-}
+#include "tests/cli/h5_test_util.h"
 
 static void same_floats(const float *a, const float *b, int64_t n, const char *what) {
   cr_assert(n == 0 || memcmp(a, b, (size_t)n * sizeof(float)) == 0, "%s differs from ssm_sim_run",
@@ -78,13 +40,13 @@ static void check_kind(const char *kind_name, ssm_kind kind) {
   hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
   cr_assert_geq(f, 0);
   char s[256];
-  attr_str(f, "kind", s, sizeof s);
+  h5t_attr_str(f, "kind", s, sizeof s);
   cr_assert_str_eq(s, kind_name);
-  attr_str(f, "reference", s, sizeof s);
+  h5t_attr_str(f, "reference", s, sizeof s);
   cr_assert_str_eq(s, "conventional state=fp32");
-  cr_assert_eq(attr_i64(f, "steps"), 300);
-  cr_assert_eq(attr_i64(f, "seed"), 5);
-  cr_assert_eq(attr_i64(f, "H"), 4);
+  cr_assert_eq(h5t_attr_i64(f, "steps"), 300);
+  cr_assert_eq(h5t_attr_i64(f, "seed"), 5);
+  cr_assert_eq(h5t_attr_i64(f, "H"), 4);
   for (int c = 0; c < 3; c++) {
     ssm_config cfg;
     char e[256];
@@ -97,29 +59,29 @@ static void check_kind(const char *kind_name, ssm_kind kind) {
     snprintf(gpath, sizeof gpath, "/configs/%s", gname);
     hid_t g = H5Gopen2(f, gpath, H5P_DEFAULT);
     cr_assert_geq(g, 0, "group %s missing", gpath);
-    attr_str(g, "name", s, sizeof s);
+    h5t_attr_str(g, "name", s, sizeof s);
     cr_assert_str_eq(s, cfg.name);
     float *buf = malloc((size_t)(r.steps * r.H + 1) * sizeof(float));
     int64_t *steps = malloc((size_t)(r.nstore + 1) * sizeof(int64_t));
     cr_assert(buf && steps);
     cr_assert_gt(r.nstore, 10);
-    read_dataset(g, "out_err", H5T_NATIVE_FLOAT, buf, r.steps);
+    h5t_read(g, "out_err", H5T_NATIVE_FLOAT, buf, r.steps);
     same_floats(buf, r.out_err, r.steps, "out_err");
-    read_dataset(g, "out_err_head", H5T_NATIVE_FLOAT, buf, r.steps * r.H);
+    h5t_read(g, "out_err_head", H5T_NATIVE_FLOAT, buf, r.steps * r.H);
     same_floats(buf, r.out_err_head, r.steps * r.H, "out_err_head");
-    read_dataset(g, "store_step", H5T_NATIVE_INT64, steps, r.nstore);
+    h5t_read(g, "store_step", H5T_NATIVE_INT64, steps, r.nstore);
     cr_assert_eq(memcmp(steps, r.store_step, (size_t)r.nstore * sizeof(int64_t)), 0, "store_step");
-    read_dataset(g, "ckpt_err", H5T_NATIVE_FLOAT, buf, r.nstore);
+    h5t_read(g, "ckpt_err", H5T_NATIVE_FLOAT, buf, r.nstore);
     same_floats(buf, r.ckpt_err, r.nstore, "ckpt_err");
-    read_dataset(g, "ckpt_err_head", H5T_NATIVE_FLOAT, buf, r.nstore * r.H);
+    h5t_read(g, "ckpt_err_head", H5T_NATIVE_FLOAT, buf, r.nstore * r.H);
     same_floats(buf, r.ckpt_err_head, r.nstore * r.H, "ckpt_err_head");
     cr_assert_eq(H5Lexists(g, "ckpt_err_lp", H5P_DEFAULT) > 0, cfg.split != 0);
     if (cfg.split) {
-      read_dataset(g, "ckpt_err_lp", H5T_NATIVE_FLOAT, buf, r.nstore);
+      h5t_read(g, "ckpt_err_lp", H5T_NATIVE_FLOAT, buf, r.nstore);
       same_floats(buf, r.ckpt_err_lp, r.nstore, "ckpt_err_lp");
     }
     int64_t fn = 0;
-    read_dataset(g, "first_nonfinite", H5T_NATIVE_INT64, &fn, 1);
+    h5t_read(g, "first_nonfinite", H5T_NATIVE_INT64, &fn, 1);
     cr_assert_eq(fn, r.first_nonfinite);
     /* the quantised configurations do show an error */
     double mean = 0;
@@ -132,7 +94,7 @@ static void check_kind(const char *kind_name, ssm_kind kind) {
     ssm_sim_result_free(&r);
   }
   float decay[4];
-  read_dataset(f, "decay", H5T_NATIVE_FLOAT, decay, 4);
+  h5t_read(f, "decay", H5T_NATIVE_FLOAT, decay, 4);
   for (int h = 0; h < 4; h++) cr_assert(decay[h] >= 0.989f && decay[h] <= 0.9991f, "decay %g", decay[h]);
   H5Fclose(f);
   free(err);
