@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,13 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   g->prec = prec;
   const model_config *c = &m->cfg;
   const int64_t H = c->H, V = c->V;
+  if (c->dt_limit_lo > 0.0 || c->dt_limit_hi < HUGE_VAL) {
+    free(g);
+    return rssm_fail(err, errlen,
+                     "time_step_limit [%g, %g] (a clamp of the Mamba-2 dt) is not supported on the "
+                     "GPU yet (use --device cpu)", c->dt_limit_lo, c->dt_limit_hi),
+           RSSM_ERR_INPUT;
+  }
   g->nblocks = m->nblocks;
   g->blocks = (mc_block *)calloc((size_t)(m->nblocks > 0 ? m->nblocks : 1), sizeof(mc_block));
   int rc = RSSM_OK;

@@ -245,3 +245,48 @@ Test(model_forward, tok_zst_tokens, .init = setup, .fini = teardown, .timeout = 
   free(b);
   tt_free(&l);
 }
+
+/* config.json's time_step_limit clamps the Mamba-2 dt (transformers' and mamba_ssm's dt_limit;
+ * the torch fallback's time_step_min floor is this clamp with lo = time_step_min). A limit that
+ * binds on both sides: the runtime follows the double reference with the clamp, and the clamp
+ * visibly changes the logits (so the check exercises it). */
+Test(model_forward, nemotron_h_dt_limit, .init = setup, .fini = teardown, .timeout = 300) {
+  tt_list l;
+  char cfg[8192];
+  const int64_t V = tiny_vocab(TINY_NEMOTRON_H);
+  int32_t tok[NTOK];
+  make_tokens(tok, NTOK, V, 5);
+  double *free_ref = malloc(sizeof(double) * NTOK * (size_t)V);
+  double *ref = malloc(sizeof(double) * NTOK * (size_t)V);
+  cr_assert(free_ref && ref);
+  tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
+  tiny_reference(TINY_NEMOTRON_H, &l, tok, NTOK, free_ref);
+  tt_free(&l);
+  tiny_set_dt_limit(0.5, 1.5);
+  tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
+  tiny_reference(TINY_NEMOTRON_H, &l, tok, NTOK, ref);
+  tiny_set_dt_limit(0.0, INFINITY);
+  cr_assert(strstr(cfg, "\"time_step_limit\": [0.5, 1.5]"), "%s", cfg);
+  cr_assert_eq(tiny_write(dir, &l, cfg), 0);
+  char p[TPATH_MAX], out[TPATH_MAX], err[512];
+  cr_assert_eq(write_tokens_i32(tpath(p, dir, "tokens.npy"), tok, NTOK), 0);
+  cr_assert_eq(run_logits(tpath(out, dir, "logits.npy"), NULL, NULL), 0);
+  npy_f32 got;
+  cr_assert_eq(npy_load_f32(out, &got, err, sizeof err), 0, "%s", err);
+  double worst = 0, moved = 0;
+  for (int t = 0; t < NTOK; t++) {
+    worst = fmax(worst, rel_err(got.data + t * V, ref + t * V, V));
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < V; i++)
+      num = fmax(num, fabs(ref[t * V + i] - free_ref[t * V + i])), den = fmax(den, fabs(free_ref[t * V + i]));
+    moved = fmax(moved, num / den);
+  }
+  fprintf(stderr, "dt limit [0.5, 1.5]: worst vs the clamped reference %.3g; the clamp moves the "
+          "reference by %.3g\n", worst, moved);
+  cr_assert_leq(worst, NEAR_TOL, "dt-limited forward off the reference by %.3g", worst);
+  cr_assert_gt(moved, 1000 * NEAR_TOL, "the limit does not bind (%.3g)", moved);
+  npy_f32_free(&got);
+  free(ref);
+  free(free_ref);
+  tt_free(&l);
+}
