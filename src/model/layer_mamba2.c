@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "src/model/dt_clamp.h"
 #include "src/model/layers.h"
 #include "src/model/linalg.h"
 
@@ -33,14 +34,6 @@ int64_t mamba2_work_floats(const model *m, int n) {
   m2_dims d = dims_of(&m->cfg);
   /* in_proj out, conv out, alpha, v, B, C, y */
   return (int64_t)n * (d.in_rows + d.conv_dim + d.Hm + 3 * d.d_inner + 2 * d.G * d.N);
-}
-
-/* delta clamped to [lo, hi] as torch.clamp does; a NaN stays NaN (the comparisons are false), and
- * with lo = 0, hi = inf every softplus value is returned unchanged. */
-static float dt_clamp(float delta, float lo, float hi) {
-  if (delta < lo) return lo;
-  if (delta > hi) return hi;
-  return delta;
 }
 
 /* After in_proj, for one state (work as in mamba2_forward): conv, dt, the engine, D skip, gate
@@ -70,7 +63,7 @@ static int mamba2_state(model_state *s, const model_block_w *b, block_state *bs,
     memcpy(Bm + t * d.G * d.N, c + d.d_inner, (size_t)(d.G * d.N) * sizeof(float));
     memcpy(Cm + t * d.G * d.N, c + d.d_inner + d.G * d.N, (size_t)(d.G * d.N) * sizeof(float));
     for (int64_t h = 0; h < d.Hm; h++) {
-      float delta = dt_clamp(softplus_f(dt[h] + w->dt_bias[h]), lo, hi);
+      float delta = rssm_dt_clamp(softplus_f(dt[h] + w->dt_bias[h]), lo, hi);
       float A = -expf(w->A_log[h]);
       alpha[t * d.Hm + h] = expf(delta * A);
       for (int64_t p = 0; p < d.P; p++)

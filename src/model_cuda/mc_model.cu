@@ -13,7 +13,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,13 +279,6 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   g->prec = prec;
   const model_config *c = &m->cfg;
   const int64_t H = c->H, V = c->V;
-  if (c->dt_limit_lo > 0.0 || c->dt_limit_hi < HUGE_VAL) {
-    free(g);
-    return rssm_fail(err, errlen,
-                     "time_step_limit [%g, %g] (a clamp of the Mamba-2 dt) is not supported on the "
-                     "GPU yet (use --device cpu)", c->dt_limit_lo, c->dt_limit_hi),
-           RSSM_ERR_INPUT;
-  }
   g->nblocks = m->nblocks;
   g->blocks = (mc_block *)calloc((size_t)(m->nblocks > 0 ? m->nblocks : 1), sizeof(mc_block));
   int rc = RSSM_OK;
@@ -819,8 +811,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w, w->conv_b,
                                 b->cv, R, conv_dim, (int)c->m_kernel, s);
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
-                                  w->dt_bias, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N,
-                                  s);
+                                  w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
+                                  b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
