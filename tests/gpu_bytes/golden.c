@@ -175,41 +175,42 @@ static int ssm_items(golden_set *g, char *err, size_t errlen) {
   return 0;
 }
 
+void golden_mc_fill(golden_mc_inputs *in) {
+  for (int i = 0; i < GM_R * GM_LD; i++) in->x[i] = golden_uniform(20, (uint64_t)i, 3.0f);
+  for (int i = 0; i < GM_LD; i++) in->w[i] = golden_uniform(21, (uint64_t)i, 1.0f);
+  for (int i = 0; i < GM_R * GM_CD; i++) in->cv[i] = golden_uniform(22, (uint64_t)i, 2.0f);
+  for (int i = 0; i < GM_R * 2 * GM_HV; i++) in->ba[i] = golden_uniform(23, (uint64_t)i, 2.0f);
+  for (int i = 0; i < GM_HV; i++) in->A_log[i] = golden_uniform(24, (uint64_t)i, 1.0f);
+  for (int i = 0; i < GM_HV; i++) in->dt_bias[i] = golden_uniform(25, (uint64_t)i, 1.0f);
+  for (int i = 0; i < GM_R * GM_LDQ; i++) in->qkv[i] = golden_uniform(26, (uint64_t)i, 2.0f);
+  for (int i = 0; i < GM_D; i++) in->q_norm[i] = golden_uniform(27, (uint64_t)i, 0.5f);
+  for (int i = 0; i < GM_D; i++) in->k_norm[i] = golden_uniform(28, (uint64_t)i, 0.5f);
+  mc_ref_rope_tables(10000.0, GM_RD, GM_CTX, in->rope_cos, in->rope_sin);
+  static const int pos[GM_R] = {0, 2, 5};
+  memcpy(in->pos, pos, sizeof pos);
+}
+
 static int mc_items(golden_set *g) {
-  enum { LD = GM_NORM_GROUPS * GM_NORM_GS };
-  float x[GM_R * LD], w[LD], y[GM_R * LD];
-  for (int i = 0; i < GM_R * LD; i++) x[i] = golden_uniform(20, (uint64_t)i, 3.0f);
-  for (int i = 0; i < LD; i++) w[i] = golden_uniform(21, (uint64_t)i, 1.0f);
-  mc_ref_rmsnorm(x, y, GM_R, GM_NORM_GROUPS, GM_NORM_GS, LD, w, 0, 1, 1e-6f);
+  static golden_mc_inputs in;
+  golden_mc_fill(&in);
+  static float y[GM_R * GM_LD];
+  mc_ref_rmsnorm(in.x, y, GM_R, GM_NORM_GROUPS, GM_NORM_GS, GM_LD, in.w, 0, 1, 1e-6f);
   if (golden_add(g, "mc_rmsnorm_shared", y, sizeof y)) return -1;
-  mc_ref_rmsnorm(x, y, GM_R, GM_NORM_GROUPS, GM_NORM_GS, LD, w, 1, 0, 1e-5f);
+  mc_ref_rmsnorm(in.x, y, GM_R, GM_NORM_GROUPS, GM_NORM_GS, GM_LD, in.w, 1, 0, 1e-5f);
   if (golden_add(g, "mc_rmsnorm_groups", y, sizeof y)) return -1;
 
-  enum { KD = GM_HK * GM_DK, VD = GM_HV * GM_DV, CD = 2 * KD + VD };
-  float cv[GM_R * CD], ba[GM_R * 2 * GM_HV], A[GM_HV], dtb[GM_HV];
-  float q[GM_R * KD], k[GM_R * KD], v[GM_R * VD], al[GM_R * GM_HV], be[GM_R * GM_HV];
-  for (int i = 0; i < GM_R * CD; i++) cv[i] = golden_uniform(22, (uint64_t)i, 2.0f);
-  for (int i = 0; i < GM_R * 2 * GM_HV; i++) ba[i] = golden_uniform(23, (uint64_t)i, 2.0f);
-  for (int i = 0; i < GM_HV; i++) A[i] = golden_uniform(24, (uint64_t)i, 1.0f);
-  for (int i = 0; i < GM_HV; i++) dtb[i] = golden_uniform(25, (uint64_t)i, 1.0f);
-  mc_ref_gdn_prep(cv, ba, 2 * GM_HV, 0, GM_HV, A, dtb, q, k, v, al, be, GM_R, GM_HK, GM_HV, GM_DK,
-                  GM_DV);
+  static float q[GM_R * GM_KD], k[GM_R * GM_KD], v[GM_R * GM_VD], al[GM_R * GM_HV], be[GM_R * GM_HV];
+  mc_ref_gdn_prep(in.cv, in.ba, 2 * GM_HV, 0, GM_HV, in.A_log, in.dt_bias, q, k, v, al, be, GM_R,
+                  GM_HK, GM_HV, GM_DK, GM_DV);
   if (golden_add(g, "mc_gdn_prep_q", q, sizeof q) || golden_add(g, "mc_gdn_prep_k", k, sizeof k) ||
       golden_add(g, "mc_gdn_prep_v", v, sizeof v))
     return -1;
 
-  enum { QD = GM_NH * GM_D, KVD = GM_NKV * GM_D, LDQ = 2 * QD + 2 * KVD };
-  static float qkv[GM_R * LDQ], qn[GM_D], kn[GM_D], cs[GM_CTX * GM_RD / 2], sn[GM_CTX * GM_RD / 2];
-  static float qo[GM_R * QD], kc[GM_R * GM_CTX * KVD], vc[GM_R * GM_CTX * KVD];
-  for (int i = 0; i < GM_R * LDQ; i++) qkv[i] = golden_uniform(26, (uint64_t)i, 2.0f);
-  for (int i = 0; i < GM_D; i++) qn[i] = golden_uniform(27, (uint64_t)i, 0.5f);
-  for (int i = 0; i < GM_D; i++) kn[i] = golden_uniform(28, (uint64_t)i, 0.5f);
+  static float qo[GM_R * GM_QD], kc[GM_R * GM_CTX * GM_KVD], vc[GM_R * GM_CTX * GM_KVD];
   memset(kc, 0, sizeof kc);
   memset(vc, 0, sizeof vc);
-  const int pos[GM_R] = {0, 2, 5};
-  mc_ref_rope_tables(10000.0, GM_RD, GM_CTX, cs, sn);
-  mc_ref_qk_prepare(qkv, LDQ, 1, qn, kn, cs, sn, GM_RD, 1e-6f, pos, qo, kc, vc, GM_CTX, GM_R,
-                    GM_NH, GM_NKV, GM_D);
+  mc_ref_qk_prepare(in.qkv, GM_LDQ, 1, in.q_norm, in.k_norm, in.rope_cos, in.rope_sin, GM_RD,
+                    1e-6f, in.pos, qo, kc, vc, GM_CTX, GM_R, GM_NH, GM_NKV, GM_D);
   if (golden_add(g, "mc_qk_prepare_q", qo, sizeof qo) ||
       golden_add(g, "mc_qk_prepare_k", kc, sizeof kc) ||
       golden_add(g, "mc_qk_prepare_v", vc, sizeof vc))

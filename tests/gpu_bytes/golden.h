@@ -63,6 +63,21 @@ enum { GM_R = 3, GM_NORM_GROUPS = 4, GM_NORM_GS = 24 };
 enum { GM_HK = 2, GM_HV = 4, GM_DK = 16, GM_DV = 8 };
 enum { GM_NH = 4, GM_NKV = 2, GM_D = 16, GM_RD = 8, GM_CTX = 6 };
 
+enum { GM_LD = GM_NORM_GROUPS * GM_NORM_GS, GM_KD = GM_HK * GM_DK, GM_VD = GM_HV * GM_DV,
+       GM_CD = 2 * GM_KD + GM_VD, GM_QD = GM_NH * GM_D, GM_KVD = GM_NKV * GM_D,
+       GM_LDQ = 2 * GM_QD + 2 * GM_KVD };
+
+/* The kernels' inputs: rmsnorm x, w; gdn_prep cv, ba, A_log, dt_bias; qk_prepare qkv, the (1+w)
+ * norms, RoPE tables (mc_ref_rope_tables, as the GPU runtime uploads them) and positions. */
+typedef struct {
+  float x[GM_R * GM_LD], w[GM_LD];
+  float cv[GM_R * GM_CD], ba[GM_R * 2 * GM_HV], A_log[GM_HV], dt_bias[GM_HV];
+  float qkv[GM_R * GM_LDQ], q_norm[GM_D], k_norm[GM_D];
+  float rope_cos[GM_CTX * GM_RD / 2], rope_sin[GM_CTX * GM_RD / 2];
+  int pos[GM_R];
+} golden_mc_inputs;
+void golden_mc_fill(golden_mc_inputs *in);
+
 /* The CPU half: every item, in order. Returns 0 or -1 with err. */
 int golden_cpu(golden_set *g, char *err, size_t errlen);
 
