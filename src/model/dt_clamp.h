@@ -7,13 +7,7 @@
 #ifndef RSSM_MODEL_DT_CLAMP_H
 #define RSSM_MODEL_DT_CLAMP_H
 
-#ifndef RSSM_HD
-#ifdef __CUDACC__
-#define RSSM_HD __host__ __device__ static inline
-#else
-#define RSSM_HD static inline
-#endif
-#endif
+#include "quant/rssm_hd.h"
 
 RSSM_HD float rssm_dt_clamp(float delta, float lo, float hi) {
   if (delta < lo) return lo;
