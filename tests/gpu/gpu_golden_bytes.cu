@@ -181,6 +181,12 @@ int main(int argc, char **argv) {
     golden_free(&cpu);
     return rc ? 1 : 0;
   }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    fprintf(stderr, "gpu_golden_bytes: no usable CUDA device (--cpu writes the CPU half)\n");
+    golden_free(&cpu);
+    return 2;
+  }
   if (quant_items(&gpu, err, sizeof err) != 0 || ssm_items(&gpu, err, sizeof err) != 0 ||
       mc_items(&gpu) != 0 || !g_cuda_ok) {
     fprintf(stderr, "gpu_golden_bytes: GPU half: %s\n", g_cuda_ok ? err : "CUDA error");
