@@ -106,7 +106,10 @@ static herr_t visit(hid_t obj, const char *name, const H5O_info_t *info, void *o
   return c->bad;
 }
 
-static int one_way(const char *a, const char *b, char *why, size_t whylen, int *count) {
+/* Opens a and b, sets *other to b's file and visits every object of a with fn(ctx). Returns 1 when
+ * either file does not open (why says so), else 0. */
+static int visit_pair(const char *a, const char *b, char *why, size_t whylen, H5O_iterate_t fn,
+                      hid_t *other, void *ctx) {
   hid_t fa = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT), fb = H5Fopen(b, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fa < 0 || fb < 0) {
     snprintf(why, whylen, "cannot open %s or %s", a, b);
@@ -114,10 +117,16 @@ static int one_way(const char *a, const char *b, char *why, size_t whylen, int *
     if (fb >= 0) H5Fclose(fb);
     return 1;
   }
-  visit_ctx c = {fb, why, whylen, 0, 0};
-  H5Ovisit(fa, H5_INDEX_NAME, H5_ITER_INC, visit, &c);
+  *other = fb;
+  H5Ovisit(fa, H5_INDEX_NAME, H5_ITER_INC, fn, ctx);
   H5Fclose(fa);
   H5Fclose(fb);
+  return 0;
+}
+
+static int one_way(const char *a, const char *b, char *why, size_t whylen, int *count) {
+  visit_ctx c = {0, why, whylen, 0, 0};
+  if (visit_pair(a, b, why, whylen, visit, &c.other, &c)) return 1;
   *count = c.count;
   return c.bad;
 }
@@ -216,17 +225,8 @@ static herr_t attr_object(hid_t obj, const char *name, const H5O_info_t *info, v
 }
 
 static int attrs_one_way(const char *a, const char *b, char *why, size_t whylen, int *count) {
-  hid_t fa = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT), fb = H5Fopen(b, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (fa < 0 || fb < 0) {
-    snprintf(why, whylen, "cannot open %s or %s", a, b);
-    if (fa >= 0) H5Fclose(fa);
-    if (fb >= 0) H5Fclose(fb);
-    return 1;
-  }
-  attr_walk w = {fb, why, whylen, 0, 0};
-  H5Ovisit(fa, H5_INDEX_NAME, H5_ITER_INC, attr_object, &w);
-  H5Fclose(fa);
-  H5Fclose(fb);
+  attr_walk w = {0, why, whylen, 0, 0};
+  if (visit_pair(a, b, why, whylen, attr_object, &w.other, &w)) return 1;
   *count = w.count;
   return w.bad;
 }

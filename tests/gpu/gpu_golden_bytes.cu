@@ -58,15 +58,12 @@ int quant_items(golden_set *g, char *err, size_t errlen) {
   for (int i = 0; i < GOLDEN_NQUANT; i++) {
     qformat f;
     qlayout L;
-    if (qformat_parse(golden_quant_formats[i], &f, err, errlen) != 0 ||
-        qlayout_of(&f, GQ_ROWS, GQ_COLS, &L) != 0)
-      return -1;
-    const size_t nb = (size_t)(GQ_NMAT * L.bytes_per_matrix);
+    char name[64];
+    size_t nb;
+    if (golden_quant_format(i, &f, &L, name, sizeof name, &nb, err, errlen) != 0) return -1;
     unsigned char *dblob = dev<unsigned char>(nullptr, nb);
     qsr_params sr = {GOLDEN_SEED, dids, dev_ev, QSR_STREAM_HP};
     q_encode_cuda(&f, &L, GQ_NMAT, dx, dblob, &sr, nullptr);
-    char name[64];
-    golden_quant_name(golden_quant_formats[i], name, sizeof name);
     if (add(g, name, host(dblob, nb))) return -1;
     cudaFree(dblob);
   }

@@ -113,6 +113,16 @@ void golden_ssm_step_inputs(ssm_kind kind, int t, float *alpha, float *beta, flo
   }
 }
 
+int golden_quant_format(int i, qformat *f, qlayout *L, char *name, size_t cap, size_t *blob_bytes,
+                        char *err, size_t errlen) {
+  if (qformat_parse(golden_quant_formats[i], f, err, errlen) != 0) return -1;
+  if (qlayout_of(f, GQ_ROWS, GQ_COLS, L) != 0)
+    return rssm_fail(err, errlen, "%s: no layout", golden_quant_formats[i]), -1;
+  golden_quant_name(golden_quant_formats[i], name, cap);
+  *blob_bytes = (size_t)(GQ_NMAT * L->bytes_per_matrix);
+  return 0;
+}
+
 static int quant_items(golden_set *g, char *err, size_t errlen) {
   static float x[GQ_NMAT * GQ_ROWS * GQ_COLS];
   uint64_t ids[GQ_NMAT];
@@ -121,16 +131,13 @@ static int quant_items(golden_set *g, char *err, size_t errlen) {
   for (int i = 0; i < GOLDEN_NQUANT; i++) {
     qformat f;
     qlayout L;
-    if (qformat_parse(golden_quant_formats[i], &f, err, errlen) != 0 ||
-        qlayout_of(&f, GQ_ROWS, GQ_COLS, &L) != 0)
-      return -1;
-    size_t nb = (size_t)(GQ_NMAT * L.bytes_per_matrix);
+    char name[64];
+    size_t nb;
+    if (golden_quant_format(i, &f, &L, name, sizeof name, &nb, err, errlen) != 0) return -1;
     unsigned char *blob = calloc(nb + 1, 1);
     if (!blob) return -1;
     qsr_params sr = {GOLDEN_SEED, ids, events, QSR_STREAM_HP};
     q_encode_cpu(&f, &L, GQ_NMAT, x, blob, &sr);
-    char name[64];
-    golden_quant_name(golden_quant_formats[i], name, sizeof name);
     int rc = golden_add(g, name, blob, nb);
     free(blob);
     if (rc) return -1;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant/format.h"
 #include "src/ssm/ssm_engine.h"
 
 #ifdef __cplusplus
@@ -45,6 +46,11 @@ int golden_add(golden_set *g, const char *name, const void *bytes, size_t n);
 void golden_free(golden_set *g);
 /* Item file name of a quantiser format: "quant_" + text with '/' -> '_', '@' -> '_at'. */
 void golden_quant_name(const char *fmt, char *out, size_t cap);
+
+/* Format i of golden_quant_formats, its layout for [GQ_ROWS][GQ_COLS] matrices, the item's name
+ * (golden_quant_name) and the blob's bytes. Returns 0, or -1 with err. */
+int golden_quant_format(int i, qformat *f, qlayout *L, char *name, size_t cap, size_t *blob_bytes,
+                        char *err, size_t errlen);
 
 /* x [GQ_NMAT][GQ_ROWS][GQ_COLS]; matrix ids [GQ_NMAT] and events [GQ_NMAT] of the SR draws. */
 void golden_quant_input(float *x, uint64_t *ids, uint32_t *events);

@@ -73,18 +73,25 @@ static layer_batch one_state(const float **xp, float **yp) {
   return (layer_batch){ss, 1, 1, xp, yp};
 }
 
-static void check_gdn(int bi) {
-  const model_config *c = &m.cfg;
-  const gdn_weights *g = &m.blocks[bi].gdn;
-  const int64_t Hk = c->gdn_hk, Hv = c->gdn_hv, dk = c->gdn_dk, dv = c->gdn_dv, K = c->gdn_kernel;
-  const int64_t kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd;
+/* Copies the committed conv window ([K-1][C]) of block bi, then runs the SSM block's layer
+ * function on s; returns the copy. */
+static float *run_ssm_block(int bi, int64_t K, int64_t C, int (*fwd)(layer_batch *, int, int *)) {
   float *win = alloc_f((K - 1) * C);
   memcpy(win, s.bs[bi].conv_win, (size_t)((K - 1) * C) * sizeof(float));
   const float *xp[1];
   float *yp[1];
   layer_batch lb = one_state(xp, yp);
   int failed = -1;
-  cr_assert_eq(gdn_forward(&lb, bi, &failed), 0);
+  cr_assert_eq(fwd(&lb, bi, &failed), 0);
+  return win;
+}
+
+static void check_gdn(int bi) {
+  const model_config *c = &m.cfg;
+  const gdn_weights *g = &m.blocks[bi].gdn;
+  const int64_t Hk = c->gdn_hk, Hv = c->gdn_hv, dk = c->gdn_dk, dv = c->gdn_dv, K = c->gdn_kernel;
+  const int64_t kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd;
+  float *win = run_ssm_block(bi, K, C, gdn_forward);
   /* the layer's scratch for n = 1 (layer_gdn.c bufs_of) */
   const float *cv = s.work, *z = cv + C, *bb = z + vd, *al = bb + 2 * Hv, *be = al + Hv;
   const float *q = be + Hv, *k = q + kd, *v = k + kd, *o = v + vd, *og = o + vd;
@@ -110,13 +117,7 @@ static void check_mamba2(int bi) {
   const mamba2_weights *w = &m.blocks[bi].mamba;
   const int64_t Hm = c->m_heads, P = c->m_head_dim, G = c->m_groups, N = c->m_state;
   const int64_t K = c->m_kernel, di = Hm * P, C = di + 2 * G * N, in_rows = di + C + Hm;
-  float *win = alloc_f((K - 1) * C);
-  memcpy(win, s.bs[bi].conv_win, (size_t)((K - 1) * C) * sizeof(float));
-  const float *xp[1];
-  float *yp[1];
-  layer_batch lb = one_state(xp, yp);
-  int failed = -1;
-  cr_assert_eq(mamba2_forward(&lb, bi, &failed), 0);
+  float *win = run_ssm_block(bi, K, C, mamba2_forward);
   /* layer_mamba2.c's scratch for n = 1 */
   const float *zx = s.work, *cv = zx + in_rows, *al = cv + C, *v = al + Hm, *Bm = v + di;
   const float *Cm = Bm + G * N, *o = Cm + G * N, *tg = o + di;
