@@ -150,6 +150,7 @@ typedef struct {
   char *why;
   size_t whylen;
   int bad;
+  int compared; /* attributes compared (the per-process ones are not) */
 } attr_ctx;
 
 /* Bytes of attribute a as a comparable buffer: variable-length strings read as their text. */
@@ -157,14 +158,21 @@ static unsigned char *attr_bytes(hid_t a, size_t *n) {
   hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
   hssize_t np = H5Sget_simple_extent_npoints(sp);
   unsigned char *buf = NULL;
-  if (H5Tis_variable_str(t) > 0 && np == 1) {
-    char *str = NULL;
-    if (H5Aread(a, t, &str) >= 0 && str) {
-      *n = strlen(str);
-      buf = malloc(*n + 1);
-      if (buf) memcpy(buf, str, *n + 1);
-      H5free_memory(str);
+  if (H5Tis_variable_str(t) > 0 && np >= 1) { /* every string's text, NUL-separated */
+    char **str = calloc((size_t)np, sizeof *str);
+    if (str && H5Aread(a, t, str) >= 0) {
+      size_t total = 0;
+      for (hssize_t i = 0; i < np; i++) total += (str[i] ? strlen(str[i]) : 0) + 1;
+      buf = malloc(total + 1);
+      *n = 0;
+      for (hssize_t i = 0; buf && i < np; i++) {
+        size_t l = str[i] ? strlen(str[i]) : 0;
+        memcpy(buf + *n, str[i] ? str[i] : "", l + 1);
+        *n += l + 1;
+      }
+      for (hssize_t i = 0; i < np; i++) H5free_memory(str[i]);
     }
+    free(str);
   } else {
     *n = H5Tget_size(t) * (size_t)np;
     buf = malloc(*n + 1);
@@ -181,6 +189,11 @@ static unsigned char *attr_bytes(hid_t a, size_t *n) {
 static herr_t attr_visit(hid_t obj, const char *name, const H5A_info_t *info, void *op) {
   (void)info;
   attr_ctx *c = op;
+  /* provenance of the writing process (when, where, how long): differs by design */
+  static const char *const per_process[] = {"created", "host", "wall_seconds"};
+  for (size_t i = 0; i < sizeof per_process / sizeof *per_process; i++)
+    if (strcmp(name, per_process[i]) == 0) return 0;
+  c->compared++;
   hid_t aa = H5Aopen(obj, name, H5P_DEFAULT), ab = H5Aopen(c->other_obj, name, H5P_DEFAULT);
   size_t na = 0, nb = 0;
   unsigned char *ba = aa >= 0 ? attr_bytes(aa, &na) : NULL, *bb = ab >= 0 ? attr_bytes(ab, &nb) : NULL;
@@ -213,10 +226,10 @@ static herr_t attr_object(hid_t obj, const char *name, const H5O_info_t *info, v
     snprintf(w->why, w->whylen, "object %s is missing from one file", name);
     w->bad = 1;
   } else {
-    attr_ctx c = {ob, name, w->why, w->whylen, 0};
+    attr_ctx c = {ob, name, w->why, w->whylen, 0, 0};
     hsize_t idx = 0;
     H5Aiterate2(oa, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_visit, &c);
-    w->count += (int)idx;
+    w->count += c.compared;
     w->bad |= c.bad;
   }
   if (oa >= 0) H5Oclose(oa);
