@@ -321,6 +321,20 @@ def fx_nemotron_h_moe(out):
     finish("nemotron_h_moe", model, out, vocab, 16)
 
 
+def fx_nemotron_h_dtlimit(out):
+    """NemotronHForCausalLM whose time_step_limit floors dt at 0.05 (transformers clamps
+    softplus(dt + dt_bias) to time_step_limit; its torch fallback floors at time_step_min, so
+    both are 0.05 here): about half of the heads' dt sit below it, so the clamp binds."""
+    from transformers import NemotronHForCausalLM
+
+    vocab = 150
+    cfg = make_nemotron_config(nemotron_kwargs(vocab, "M-M*-M-", time_step_min=0.05,
+                                               time_step_floor=0.05,
+                                               time_step_limit=(0.05, float("inf"))))
+    model = build(NemotronHForCausalLM, cfg, 17)
+    finish("nemotron_h_dtlimit", model, out, vocab, 17)
+
+
 FAMILIES = [
     ("qwen3_5_text", fx_qwen3_5_text),
     ("qwen3_5_vl", fx_qwen3_5_vl),
@@ -328,6 +342,7 @@ FAMILIES = [
     ("qwen3_next", fx_qwen3_next),
     ("nemotron_h", fx_nemotron_h),
     ("nemotron_h_moe", fx_nemotron_h_moe),
+    ("nemotron_h_dtlimit", fx_nemotron_h_dtlimit),
 ]
 
 

@@ -1,11 +1,14 @@
 /* Nemotron-H Mamba-2 mixer decode (reference/hf-hybrid-architectures.md B.3.1). The mixer
- * computes in_proj, the causal conv (with bias) over xBC, dt = softplus(dt + dt_bias) with no
- * lower clamp (the CUDA decode kernel's behaviour), alpha = exp(dt A) and v = dt x; the engine
+ * computes in_proj, the causal conv (with bias) over xBC, dt = softplus(dt + dt_bias) clamped to
+ * config.json's time_step_limit [lo, hi] (transformers' and mamba_ssm's dt_limit; the default
+ * [0, inf] changes nothing, so with it dt has no lower clamp, the CUDA decode kernel's
+ * behaviour), alpha = exp(dt A) and v = dt x; the engine
  * does S = alpha S + v B^T, y = S C under the run's strategy; then y += D x, the gated group
  * RMSNorm (gate before norm) and out_proj. */
 #include <math.h>
 #include <string.h>
 
+#include "src/model/dt_clamp.h"
 #include "src/model/layers.h"
 #include "src/model/linalg.h"
 
@@ -53,13 +56,14 @@ static int mamba2_state(model_state *s, const model_block_w *b, block_state *bs,
            (size_t)d.conv_dim * sizeof(float));
   conv_silu(bs->conv_win, w->conv_w, w->conv_b, d.conv_dim, d.K, n, cv);
 
+  const float lo = (float)s->m->cfg.dt_limit_lo, hi = (float)s->m->cfg.dt_limit_hi;
   for (int t = 0; t < n; t++) {
     const float *c = cv + t * d.conv_dim;                           /* [conv_dim]: x | B | C */
     const float *dt = zx + t * d.in_rows + d.d_inner + d.conv_dim; /* [Hm] */
     memcpy(Bm + t * d.G * d.N, c + d.d_inner, (size_t)(d.G * d.N) * sizeof(float));
     memcpy(Cm + t * d.G * d.N, c + d.d_inner + d.G * d.N, (size_t)(d.G * d.N) * sizeof(float));
     for (int64_t h = 0; h < d.Hm; h++) {
-      float delta = softplus_f(dt[h] + w->dt_bias[h]);
+      float delta = rssm_dt_clamp(softplus_f(dt[h] + w->dt_bias[h]), lo, hi);
       float A = -expf(w->A_log[h]);
       alpha[t * d.Hm + h] = expf(delta * A);
       for (int64_t p = 0; p < d.P; p++)

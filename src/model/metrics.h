@@ -21,6 +21,12 @@
 int metrics_log_softmax(const float *logits /* [V] */, int64_t V, float *logp /* [V] */,
                         int64_t *argmax);
 
+/* The KL sum of metrics_step in fp64: the sum of the terms above 0; *dropped (when not NULL)
+ * receives the sum of the terms that were not added (<= 0). The unclamped sum is the return value
+ * plus *dropped: tests check it, since a sign error in a term would only show there. */
+double metrics_kl_sum(const float *logp_ref /* [V] */, const float *logp_cfg /* [V] */, int64_t V,
+                      double *dropped);
+
 typedef struct {
   float kl, nll, dp;
   uint8_t top1;

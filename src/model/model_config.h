@@ -63,7 +63,7 @@ typedef struct {
   /* Mamba-2 (Nemotron-H) */
   int64_t m_heads, m_head_dim, m_groups, m_state, m_kernel;
   int m_conv_bias;
-  double dt_limit_lo, dt_limit_hi; /* recorded; not applied (see docs/model-runtime.md) */
+  double dt_limit_lo, dt_limit_hi; /* time_step_limit: delta clamped to [lo, hi] (docs/model-runtime.md) */
 
   int nblocks;
   model_block *blocks;      /* [nblocks] */

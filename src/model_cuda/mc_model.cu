@@ -864,8 +864,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w, w->conv_b,
                                 b->cv, R, conv_dim, (int)c->m_kernel, s);
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
-                                  w->dt_bias, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N,
-                                  s);
+                                  w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
+                                  b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {

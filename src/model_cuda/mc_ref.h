@@ -26,8 +26,8 @@ void mc_ref_gdn_prep(const float *cv, const float *ba, int64_t ldba, int64_t b_o
 void mc_ref_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ldz, int R,
                      int64_t n);
 void mc_ref_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
-                        int64_t conv_dim, const float *A_log, const float *dt_bias,
-                        float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P, int G,
+                        int64_t conv_dim, const float *A_log, const float *dt_bias, float dt_lo,
+                        float dt_hi, float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P, int G,
                         int N);
 void mc_ref_mamba2_gate(const float *o, const float *cv, int64_t conv_dim, const float *zx,
                         int64_t in_rows, const float *D, float *t, int R, int Hm, int P);

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""The analysis scripts on a synthetic run file with known numbers (SPEC section 7 layout).
+"""The analysis scripts on a synthetic run file with known numbers (SPEC section 7 layout), and
+on a real file that `replayssm run` writes on the toy model (the numbers recomputed here from
+its datasets).
 
-    /usr/bin/python3 tests/analysis/test_analysis.py SOURCE_DIR
+    /usr/bin/python3 tests/analysis/test_analysis.py SOURCE_DIR REPLAYSSM
 
 Writes the file, runs every script as a process, and checks the CSV and Markdown numbers against
 the values the file was built from; also that bad input ends with one line and exit status 2.
@@ -24,6 +26,7 @@ import numpy as np
 SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                       os.path.join(os.path.dirname(__file__), "..", ".."))
 AN = os.path.join(SRC, "analysis")
+RSSM = sys.argv[2] if len(sys.argv) > 2 else None
 PY = "/usr/bin/python3"
 K, N = 2, 64
 failures = []
@@ -245,6 +248,53 @@ def decay_test(tmp, th):
     check(p.stderr.count("\n") == 1 and "not JSON" in p.stderr, f"bad safetensors: {p.stderr!r}")
 
 
+def real_run_test(tmp):
+    """replayssm's own output through the scripts: every bucket mean, window mean and rounding
+    label recomputed from the file's datasets with numpy."""
+    if RSSM is None:
+        check(False, "no replayssm binary given (second argument)")
+        return
+    rng = np.random.default_rng(5)
+    toks = os.path.join(tmp, "real_tokens.npy")
+    np.save(toks, rng.integers(0, 256, 400).astype(np.int32))
+    h5 = os.path.join(tmp, "real.h5")
+    cfgs = {"rtn": "replay L=16 ckpt=nvfp4", "sr": "replay L=16 ckpt=nvfp4/sr",
+            "split8": "replay L=8 hp=fp32 lp=nvfp4", "split16": "replay L=16 hp=fp32 lp=nvfp4",
+            "conv": "conventional state=fp8/sr"}
+    args = [RSSM, "run", "--model", "toy:gdn", "--tokens", toks, "--steps", "64", "--sequences",
+            "2", "--seed", "3", "--out", h5, "--quiet"]
+    for name, spec in cfgs.items():
+        args += ["--config", f"{spec} name={name}"]
+    p = subprocess.run(args, capture_output=True, text=True)
+    check(p.returncode == 0, f"replayssm run: exit {p.returncode}: {p.stderr.strip()[:300]}")
+    if p.returncode != 0:
+        return
+    with h5py.File(h5, "r") as f:
+        kl = {name: f[f"configs/{name}/kl"][()].astype(np.float64) for name in cfgs}
+    out = os.path.join(tmp, "real_out")
+    run([os.path.join(AN, "plot_kl_length.py"), h5, "--out-dir", out])
+    rows = read_csv(os.path.join(out, "real_kl_buckets.csv"))
+    check(len(rows) == len(cfgs) * 6, f"real: bucket rows {len(rows)}")
+    for r in rows:
+        lo, hi = int(r["bucket_lo"]), int(r["bucket_hi"])
+        want = kl[r["config"]][:, lo - 1:hi].mean()
+        check(close(r["mean_kl"], want, 1e-5), f"real {r['config']} bucket {lo}: mean "
+              f"{r['mean_kl']}, from the datasets {want}")
+        if lo >= 4:  # the first steps of a conventional state may round nothing yet
+            check(float(r["mean_kl"]) > 0, f"real {r['config']} bucket {lo}: no KL")
+    run([os.path.join(AN, "plot_kl_window.py"), h5, "--out-dir", out])
+    w = {r["config"]: r for r in read_csv(os.path.join(out, "real_kl_window.csv"))}
+    check({"split8", "split16"} <= set(w), f"real: window configs {sorted(w)}")
+    for name in w:
+        check(close(w[name]["mean_kl_all"], kl[name].mean(), 1e-5),
+              f"real {name}: window mean {w[name]['mean_kl_all']} vs {kl[name].mean()}")
+    run([os.path.join(AN, "table_rounding.py"), h5, "--out-dir", out, "--lengths", "8,32"])
+    t = {r["config"]: r for r in read_csv(os.path.join(out, "real_rounding.csv"))}
+    check(t["rtn"]["rounding"] == "RTN" and t["sr"]["rounding"] == "SR" and
+          t["conv"]["rounding"] == "SR", "real: rounding labels")
+    check(t["rtn"]["group"] == t["sr"]["group"], "real: RTN and SR share a group")
+
+
 def run(args, expect=0):
     p = subprocess.run([PY] + args, capture_output=True, text=True)
     check(p.returncode == expect, f"{' '.join(args[:1])}: exit {p.returncode}, expected {expect}: "
@@ -358,6 +408,7 @@ def main():
           "results.md from --summaries differs from the page from --runs")
     summaries_test(tmp, th)
     decay_test(tmp, th)
+    real_run_test(tmp)
 
     # --- bad input: one line, exit 2 -------------------------------------------------------------
     bad = os.path.join(tmp, "bad.h5")

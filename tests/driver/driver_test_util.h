@@ -20,4 +20,9 @@ int rssm(const char *err_path, const char *const *args);
  * are equal, else 1 with a description in why. */
 int h5_datasets_equal(const char *a, const char *b, char *why, size_t whylen);
 
+/* Compare every attribute (of the root, groups and datasets: type size and bytes, variable-length
+ * strings by their text) of a and b, both ways, except the writing process's
+ * provenance (created, host, wall_seconds). Returns 0 when equal, else 1 with why. */
+int h5_attributes_equal(const char *a, const char *b, char *why, size_t whylen);
+
 #endif

@@ -2,14 +2,10 @@
  * the thread count, resume after SIGKILL, shards + merge, and summary. Each run is a few tenths
  * of a second. */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "src/driver/run_data.h"
@@ -18,6 +14,7 @@
 #include "src/tokens/token_source.h"
 #include "tests/cli/cli_test_util.h"
 #include "tests/driver/driver_test_util.h"
+#include "tests/driver/summary_ref.h"
 
 static const char *dir;
 static char toks[TPATH_MAX], ini[TPATH_MAX], errf[TPATH_MAX];
@@ -61,6 +58,13 @@ static void expect_equal(const char *a, const char *b) {
   cr_assert_eq(h5_datasets_equal(a, b, why, sizeof why), 0, "%s vs %s: %s", a, b, why);
 }
 
+/* Datasets and every attribute: a resumed or merged run is the same file as the whole run. */
+static void expect_same_file(const char *a, const char *b) {
+  expect_equal(a, b);
+  char why[512];
+  cr_assert_eq(h5_attributes_equal(a, b, why, sizeof why), 0, "%s vs %s: %s", a, b, why);
+}
+
 static int find_cfg(const run_data *d, const char *name) {
   for (int c = 0; c < d->nconfig; c++)
     if (strcmp(d->cfg[c].name, name) == 0) return c;
@@ -88,8 +92,9 @@ Test(run, control_floor_kl_sign_and_layout) {
   double floor = mean_kl(&d, find_cfg(&d, "control"));
   double spec_floor = mean_kl(&d, find_cfg(&d, "spec-control"));
   cr_log_info("control mean KL %.3e, spec-control %.3e", floor, spec_floor);
-  cr_assert(fabs(floor) <= 1e-8, "control mean KL %.3e exceeds 1e-8", floor);
-  cr_assert(fabs(spec_floor) <= 1e-8, "spec-control mean KL %.3e exceeds 1e-8", spec_floor);
+  /* 10x the observed floors here (control 7.5e-13, spec-control 6.9e-13) */
+  cr_assert(fabs(floor) <= 7.5e-12, "control mean KL %.3e exceeds 7.5e-12", floor);
+  cr_assert(fabs(spec_floor) <= 7.5e-12, "spec-control mean KL %.3e exceeds 7.5e-12", spec_floor);
   for (int c = 0; c < d.nconfig; c++) {
     for (int64_t i = 0; i < d.K * d.N; i++)
       cr_assert(d.cfg[c].kl[i] >= -1e-6f, "%s: kl[%lld] = %.3e is negative beyond rounding",
@@ -109,6 +114,8 @@ Test(run, control_floor_kl_sign_and_layout) {
   }
   cr_assert_eq(d.window_start[2], src.n - 161);
   token_source_free(&src);
+  /* the summary's statistics of every configuration, evaluated independently from the file */
+  for (int c = 0; c < d.nconfig; c++) summary_check_against_reference(&d, c);
   run_data_free(&d);
   /* an existing output is never overwritten without --force */
   cr_assert_eq(rssm(errf, (const char *[]){"run", ini, "--out", out, "--quiet", NULL}), 2);
@@ -133,30 +140,12 @@ Test(run, thread_count_does_not_matter) {
   expect_equal(a, b);
 }
 
-/* Spawn replayssm with stderr to /dev/null; returns the pid. */
-static pid_t spawn(const char *const *args) {
-  pid_t pid = fork();
-  cr_assert(pid >= 0);
-  if (pid == 0) {
-    const char *argv[32] = {RSSM_BIN};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    int fd = open("/dev/null", O_WRONLY);
-    dup2(fd, 2);
-    execv(RSSM_BIN, (char *const *)argv);
-    _exit(127);
-  }
-  return pid;
-}
-
 Test(run, resume_after_sigkill_is_identical) {
   char whole[TPATH_MAX], cut[TPATH_MAX], ckpt[TPATH_MAX + 8];
   run_ok((const char *[]){"run", ini, "--out", tpath(whole, dir, "whole.h5"), "--quiet", NULL});
   tpath(cut, dir, "cut.h5");
   snprintf(ckpt, sizeof ckpt, "%s.ckpt", cut);
-  uint64_t seed = (uint64_t)time(NULL);
-  cr_log_info("kill seed %llu", (unsigned long long)seed);
+  uint64_t seed = 20261201; /* fixed: the same kill points on every run */
   /* 160 steps in blocks of 16: 10 blocks; die after a random one of the first 9 */
   for (int round = 0; round < 2; round++) {
     unlink(cut);
@@ -175,21 +164,44 @@ Test(run, resume_after_sigkill_is_identical) {
     }
     run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", "--resume", NULL});
     cr_assert_not(file_exists(ckpt), "the checkpoint was left behind");
-    expect_equal(whole, cut);
+    expect_same_file(whole, cut);
   }
-  /* and a kill at a random moment, possibly inside a checkpoint or HDF5 write */
+  /* and a kill inside an HDF5 write (the kill_at_write shim counts the writes to OUT.part and
+     dies at the Nth; the second round tears that write in half), not at a moment in time */
+  char count_file[TPATH_MAX];
+  tpath(count_file, dir, "writes.txt");
+  unlink(cut);
+  unlink(ckpt);
+  setenv("LD_PRELOAD", KILL_SHIM, 1);
+  /* the sanitizer runtimes want to be first; the shim only forwards calls */
+  const char *asan_was = getenv("ASAN_OPTIONS");
+  char *asan_saved = asan_was ? strdup(asan_was) : NULL;
+  setenv("ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0", 1);
+  setenv("RSSM_KILL_COUNT", count_file, 1);
+  run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", NULL});
+  unsetenv("RSSM_KILL_COUNT");
+  char *count_text = slurp(count_file, NULL);
+  long writes = count_text ? atol(count_text) : 0;
+  free(count_text);
+  cr_assert_gt(writes, 4, "the shim counted %ld writes", writes);
   for (int round = 0; round < 2; round++) {
     unlink(cut);
     unlink(ckpt);
-    pid_t pid = spawn((const char *[]){"run", ini, "--out", cut, "--quiet", NULL});
-    struct timespec ts = {0, (long)(20 + rng_next(&seed) % 250) * 1000000L};
-    nanosleep(&ts, NULL);
-    kill(pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
+    char at[32];
+    snprintf(at, sizeof at, "%ld", 1 + (long)(rng_next(&seed) % (uint64_t)writes));
+    setenv("RSSM_KILL_AT_WRITE", at, 1);
+    if (round == 1) setenv("RSSM_KILL_HALF", "1", 1);
+    int rc = rssm(errf, (const char *[]){"run", ini, "--out", cut, "--quiet", NULL});
+    unsetenv("RSSM_KILL_AT_WRITE");
+    unsetenv("RSSM_KILL_HALF");
+    cr_assert_eq(rc, -1, "the run was not killed at write %s of %ld", at, writes);
     run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", "--resume", NULL});
-    expect_equal(whole, cut);
+    expect_same_file(whole, cut);
   }
+  unsetenv("LD_PRELOAD");
+  if (asan_saved) setenv("ASAN_OPTIONS", asan_saved, 1);
+  else unsetenv("ASAN_OPTIONS");
+  free(asan_saved);
 }
 
 Test(run, merged_shards_equal_the_whole_run) {
@@ -198,7 +210,11 @@ Test(run, merged_shards_equal_the_whole_run) {
   run_ok((const char *[]){"run", ini, "--out", tpath(s0, dir, "s0.h5"), "--shard", "0/2", "--quiet", NULL});
   run_ok((const char *[]){"run", ini, "--out", tpath(s1, dir, "s1.h5"), "--shard", "1/2", "--quiet", NULL});
   run_ok((const char *[]){"merge", tpath(m, dir, "merged.h5"), s1, s0, NULL});
-  expect_equal(whole, m);
+  expect_same_file(whole, m);
+  /* the attribute comparison does see a difference: a shard's attributes are not the whole run's */
+  char why_attr[512];
+  cr_assert_eq(h5_attributes_equal(whole, s0, why_attr, sizeof why_attr), 1);
+  cr_log_info("whole vs shard 0: %s", why_attr);
   run_data a, b;
   char err[1024];
   cr_assert_eq(run_h5_read(whole, &a, err, sizeof err), RSSM_OK, "%s", err);
@@ -233,7 +249,7 @@ Test(run, command_line_form_and_mamba2) {
   run_data d;
   cr_assert_eq(run_h5_read(out, &d, err, sizeof err), RSSM_OK, "%s", err);
   cr_assert_eq(d.nconfig, 2);
-  cr_assert(fabs(mean_kl(&d, 0)) <= 1e-8);
+  cr_assert(fabs(mean_kl(&d, 0)) <= 9e-12, "%.3e", mean_kl(&d, 0)); /* 10x the observed 9.2e-13 */
   cr_assert_str_eq(d.model, "toy:mamba2");
   run_data_free(&d);
 }

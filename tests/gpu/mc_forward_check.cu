@@ -150,12 +150,7 @@ static void run_fixture(const char *dir, int N) {
   const int64_t V = m.cfg.V;
   mc_model *g = nullptr;
   int rc = mc_model_upload(&m, &g, err, sizeof err);
-  if (rc == RSSM_ERR_INPUT && strstr(err, "not supported")) {
-    printf("%s: skipped (%s)\n", dir, err);
-    model_free(&m);
-    return;
-  }
-  if (rc != RSSM_OK) {
+  if (rc != RSSM_OK) { /* a refusal ("not supported on the GPU") fails too */
     printf("%s: FAIL upload: %s\n", dir, err);
     g_fail++;
     model_free(&m);

@@ -23,6 +23,12 @@ enum { N_NH = 4, N_NKV = 2, N_D = 8, N_I = 40, N_E = 4, N_TOPK = 2, N_IM = 16, N
 #define N_EPS 1e-5
 #define N_SCALE 2.5
 static const char N_PATTERN[] = "M*M-E";
+static double dt_lo = 0.0, dt_hi = INFINITY; /* time_step_limit */
+
+void tiny_set_dt_limit(double lo, double hi) {
+  dt_lo = lo;
+  dt_hi = hi;
+}
 
 static const int q_is_attn[Q_L] = {0, 1, 0};
 
@@ -247,6 +253,9 @@ static void build_nemotron(tt_list *l, char *cfg, size_t cap) {
   tt_add(l, "lm_head.weight", 2, N_V, N_H, 0, inv_sqrt(N_H), 0.0f);
   tt_set_bf16(l, "backbone.layers.0.mixer.out_proj.weight");
   /* bare Infinity, as Python's json writes float('inf'); num_hidden_layers stale on purpose */
+  char limit[96];
+  if (isinf(dt_hi)) snprintf(limit, sizeof limit, "[%.17g, Infinity]", dt_lo);
+  else snprintf(limit, sizeof limit, "[%.17g, %.17g]", dt_lo, dt_hi);
   snprintf(cfg, cap,
            "{\"model_type\": \"nemotron_h\", \"hidden_size\": %d, \"vocab_size\": %d, "
            "\"num_hidden_layers\": 52, \"hybrid_override_pattern\": \"%s\", "
@@ -254,13 +263,13 @@ static void build_nemotron(tt_list *l, char *cfg, size_t cap) {
            "\"num_key_value_heads\": %d, \"head_dim\": %d, \"intermediate_size\": %d, "
            "\"mamba_num_heads\": %d, \"mamba_head_dim\": %d, \"n_groups\": %d, "
            "\"ssm_state_size\": %d, \"conv_kernel\": %d, \"use_conv_bias\": true, "
-           "\"time_step_limit\": [0.0, Infinity], \"time_step_min\": 1e-09, "
+           "\"time_step_limit\": %s, \"time_step_min\": 1e-09, "
            "\"n_routed_experts\": %d, \"num_experts_per_tok\": %d, \"moe_intermediate_size\": %d, "
            "\"moe_shared_expert_intermediate_size\": %d, \"n_shared_experts\": 1, "
            "\"moe_latent_size\": %d, \"n_group\": %d, \"topk_group\": %d, "
            "\"norm_topk_prob\": true, \"routed_scaling_factor\": 2.5, "
            "\"tie_word_embeddings\": false, \"mlp_hidden_act\": \"relu2\"}",
-           N_H, N_V, N_PATTERN, N_NH, N_NKV, N_D, N_I, N_HM, N_P, N_G, N_N, N_K, N_E, N_TOPK,
+           N_H, N_V, N_PATTERN, N_NH, N_NKV, N_D, N_I, N_HM, N_P, N_G, N_N, N_K, limit, N_E, N_TOPK,
            N_IM, N_ISH, N_LAT, N_NGROUP, N_TOPKG);
 }
 
@@ -567,7 +576,7 @@ static void ref_mamba(const tt_list *l, int i, ref_layer *st, const double *u, d
   const float *dtb = W(l, P, i, "mixer.dt_bias");
   for (int h = 0; h < N_HM; h++) {
     int g = h / (N_HM / N_G);
-    double delta = softplus(dt[h] + dtb[h]); /* no clamp */
+    double delta = fmin(fmax(softplus(dt[h] + dtb[h]), dt_lo), dt_hi); /* time_step_limit */
     double dA = exp(delta * -exp((double)A_log[h]));
     for (int p = 0; p < N_P; p++) {
       double *S = st->S + (h * N_P + p) * N_N; /* [Hm][P][N] */

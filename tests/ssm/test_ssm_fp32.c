@@ -1,7 +1,7 @@
 /* With fp32 everywhere, replay and spec compute the same outputs and checkpoints as the
- * conventional fp32 reference up to reassociation (1e-5 relative, per step, over 4096 steps),
+ * conventional fp32 reference up to reassociation (7e-6 relative, per step, over 4096 steps),
  * for Mamba-2 and GDN. This is what shows that the output-only form, the ring, the flush rule
- * and the draft solve are the right algebra; reassociation alone must stay far below 1e-5. */
+ * and the draft solve are the right algebra; reassociation alone stays below 7e-7. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,8 @@
 #include "tests/ssm/ssm_testutil.h"
 
 #define N_STEPS 4096
-#define TOL 1e-5
+/* 10x the worst observed here (outputs 6.9e-7, checkpoints 3.6e-7, over every configuration) */
+#define TOL 7e-6
 
 static const ssm_dims dims_m2 = {SSM_MAMBA2, 4, 16, 40, 2};
 static const ssm_dims dims_gdn = {SSM_GDN, 4, 16, 40, 2};

@@ -56,7 +56,8 @@ static void check(const ssm_dims *d) {
   }
   fprintf(stderr, "%s conventional fp32 vs double recurrence: %.2e\n",
           d->kind == SSM_GDN ? "gdn" : "mamba2", worst);
-  cr_assert_leq(worst, 1e-5, "conventional fp32 is off the recurrence by %.3e", worst);
+  /* 10x the worst observed here (gdn 4.2e-7, mamba2 3.7e-7) */
+  cr_assert_leq(worst, 4e-6, "conventional fp32 is off the recurrence by %.3e", worst);
   free(o);
   free(o_naive);
   tu_stream_free(&s);

@@ -2,6 +2,7 @@
  * head reaches changes nothing, bit for bit; a threshold above every gamma gives the readout with
  * the checkpoint treated as zero; flushes still fold from the real checkpoint. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,52 @@ Test(ssm_skip, spec_threshold_no_head_reaches_is_bit_identical) {
   }
   cr_assert_gt(a.ckpt_reads, 0);
   cr_assert_eq(a.ckpt_skips, 0);
+  free(oa);
+  free(ob);
+  ssm_state_free(&a);
+  ssm_state_free(&b);
+  tu_stream_free(&s);
+}
+
+/* Spec with a threshold that triggers: the drafts' readouts skip the checkpoint of the heads whose
+ * decay since the flush is below THR, so outputs move (by less than what the skipped term can
+ * carry) while the Mamba-2 checkpoints, folded from committed records only, stay identical. */
+Test(ssm_skip, spec_threshold_that_triggers) {
+  const ssm_dims *d = &dims_m2;
+  enum { N = 120, T = 3 };
+  tu_stream s;
+  tu_stream_make(&s, d, N + T, 8, 0.05, 1.5);
+  ssm_state a, b;
+  build(&a, "spec L=8 T=3 ckpt=fp32 accept=fixed:2 skip=1e-2", d);
+  build(&b, "spec L=8 T=3 ckpt=fp32 accept=fixed:2", d);
+  const size_t n = (size_t)T * d->H * d->dv;
+  float *oa = malloc(n * sizeof(float)), *ob = malloc(n * sizeof(float));
+  cr_assert(oa && ob);
+  double worst = 0, scale = 0;
+  int flushes = 0;
+  for (int t = 0; t + T <= N; t += 2) {
+    ssm_inputs in = tu_at(&s, t);
+    cr_assert_eq(ssm_verify(&a, &in, oa), 0);
+    cr_assert_eq(ssm_verify(&b, &in, ob), 0);
+    for (size_t i = 0; i < n; i++)
+      worst = fmax(worst, fabs((double)oa[i] - ob[i])), scale = fmax(scale, fabs((double)ob[i]));
+    cr_assert_eq(ssm_commit(&a, 2), 0);
+    cr_assert_eq(ssm_commit(&b, 2), 0);
+    cr_assert_eq(a.flushed, b.flushed);
+    if (a.flushed) {
+      flushes++;
+      cr_assert(memcmp(a.main.blob, b.main.blob, blob_bytes(&a, &a.main)) == 0,
+                "checkpoint after the round at %d differs", t);
+    }
+  }
+  fprintf(stderr, "spec skip=1e-2: %llu of %llu readouts skipped, outputs moved by %.3e of %.3e\n",
+          (unsigned long long)a.ckpt_skips, (unsigned long long)a.ckpt_reads, worst, scale);
+  cr_assert_geq(flushes, 5);
+  cr_assert(a.ckpt_skips > 0 && a.ckpt_skips < a.ckpt_reads, "skipped %llu of %llu",
+            (unsigned long long)a.ckpt_skips, (unsigned long long)a.ckpt_reads);
+  cr_assert_eq(b.ckpt_skips, 0);
+  cr_assert_gt(worst, 0.0, "the skip changed no output");
+  cr_assert_lt(worst, 1e-2 * scale, "a skipped term moved an output by %.3e", worst);
   free(oa);
   free(ob);
   ssm_state_free(&a);

@@ -10,11 +10,15 @@
  * the check has to see the difference, not just pass. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
 #include "src/theory/theory.h"
 #include "tests/cli/cli_test_util.h"
+#include "tests/cli/h5_test_util.h"
 
 static th_params small_grid(void) {
   th_params p;
@@ -162,10 +166,43 @@ Test(theory, command_line) {
   tpath(log, dir, "stdout.txt");
   tpath(errp, dir, "stderr.txt");
   char *argv[] = {RSSM_BIN, "theory", "--formats", "fp8/sr", "--regimes", "iid", "--alphas",
-                  "2", "--steps", "64", "--matrices", "4", "--out", out, NULL};
+                  "2", "--alpha-min", "0.9", "--alpha-max", "0.99", "--steps", "64", "--matrices",
+                  "4", "--seed", "9", "--out", out, NULL};
   int st = run_prog(argv, log, errp);
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", WEXITSTATUS(st));
   cr_expect(file_exists(out));
+  /* the file holds what th_run computes for the same parameters, row for row */
+  th_params p = small_grid();
+  p.seed = 9, p.nmat = 4, p.max_steps = 64, p.nalpha = 2, p.alpha[0] = 0.9, p.alpha[1] = 0.99;
+  th_result res = run(&p, "fp8/sr", TH_IID);
+  hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0);
+  cr_assert_eq(h5t_attr_i64(f, "seed"), 9);
+  cr_assert_eq(h5t_attr_i64(f, "steps"), res.steps);
+  const int64_t R = (int64_t)res.n;
+  double *col = malloc((size_t)R * sizeof(double));
+  int64_t *ev = malloc((size_t)R * sizeof(int64_t));
+  cr_assert(col && ev);
+  h5t_read(f, "/alpha", H5T_NATIVE_DOUBLE, col, 2);
+  cr_assert(col[0] == 0.9 && fabs(col[1] - 0.99) < 1e-15, "alpha %.17g %.17g", col[0], col[1]);
+  h5t_read(f, "/rows/events", H5T_NATIVE_INT64, ev, R);
+  for (int64_t i = 0; i < R; i++) cr_expect_eq(ev[i], res.rows[i].events, "row %lld events", (long long)i);
+  static const struct { const char *name; size_t off; } cols[] = {
+      {"/rows/meas_mean", offsetof(th_row, meas_mean)}, {"/rows/meas_var", offsetof(th_row, meas_var)},
+      {"/rows/pred_mean", offsetof(th_row, pred_mean)}, {"/rows/pred_var", offsetof(th_row, pred_var)},
+      {"/rows/a_eff", offsetof(th_row, a_eff)},         {"/rows/rel_var", offsetof(th_row, rel_var)}};
+  for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+    h5t_read(f, cols[c].name, H5T_NATIVE_DOUBLE, col, R);
+    for (int64_t i = 0; i < R; i++) {
+      double want = *(const double *)((const char *)&res.rows[i] + cols[c].off);
+      cr_expect(memcmp(&col[i], &want, sizeof want) == 0, "%s row %lld: %.17g in the file, %.17g "
+                "from th_run", cols[c].name, (long long)i, col[i], want);
+    }
+  }
+  free(col);
+  free(ev);
+  H5Fclose(f);
+  th_result_free(&res);
   char *text = slurp(log, NULL);
   cr_assert(text);
   cr_expect(strstr(text, "theory check:") != NULL, "%s", text);

@@ -2,9 +2,9 @@
  * docs/trained-models.md) decoded on the CPU by `replayssm logits` over the first 512 bytes of
  * Moby-Dick (each directory's tokens.npy) against the reference logits stored beside them
  * (ref_logits.npy, float32 [512][256]). At every step
- *   max|ours - ref| / max|ref| <= 1e-3,
+ *   max|ours - ref| / max|ref| <= 1.5e-5,
  * and the bits per byte of the 511 predictions computed from our logits must agree with the same
- * number computed from the reference logits to 1e-3 (and be a trained model's: below 3).
+ * number computed from the reference logits to 2.5e-7 (and be a trained model's: below 3).
  * The references are transformers' cached step-by-step decode in fp32 from the bf16 weights on the
  * CPU of the GPU machine (scripts/train_fixture_models.py; for qwen35-gdn-tiny remade with
  * --reference-only from a fresh from_pretrained load, after the training run's own reference had
@@ -22,7 +22,9 @@
 #include "tests/cli/cli_test_util.h"
 
 #define MODELS RSSM_SOURCE_DIR "/models"
-#define TOL 1e-3
+/* 10x the worst observed here on the models of 2026-12-01 (nemotronh-m2-tiny 5.0e-7,
+ * qwen35-gdn-tiny 1.5e-6; the previous models 6.6e-7 and 1.1e-6); re-derive after retraining */
+#define TOL 1.5e-5
 
 /* -log2 softmax(row)[target], in double */
 static double bits(const float *row, int64_t V, int64_t target) {
@@ -93,10 +95,11 @@ static void check_model(const char *name) {
   b_ours /= (double)(N - 1);
   b_theirs /= (double)(N - 1);
   fprintf(stderr, "%s: %lld steps, worst relative error %.3g; bits per byte over %lld "
-          "predictions: replayssm %.5f, reference %.5f\n", name, (long long)N, worst,
-          (long long)(N - 1), b_ours, b_theirs);
+          "predictions: replayssm %.5f, reference %.5f (difference %.2e)\n", name, (long long)N, worst,
+          (long long)(N - 1), b_ours, b_theirs, fabs(b_ours - b_theirs));
   cr_expect_eq(bad, 0, "%s: %d step(s) beyond tolerance", name, bad);
-  cr_expect(fabs(b_ours - b_theirs) <= 1e-3, "%s: bits per byte %.5f (replayssm) vs %.5f "
+  /* 10x the observed difference (1.2e-8, 2.5e-8; the previous models 1.2e-8, 4.5e-8) */
+  cr_expect(fabs(b_ours - b_theirs) <= 2.5e-7, "%s: bits per byte %.5f (replayssm) vs %.5f "
             "(reference)", name, b_ours, b_theirs);
   cr_expect(b_ours < 3.0, "%s: %.3f bits per byte is not a trained model's", name, b_ours);
   npy_f32_free(&ours);
