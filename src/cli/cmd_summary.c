@@ -71,15 +71,21 @@ static void print_report(FILE *out, const char *path, const run_data *d, const s
 
 int cmd_summary(int argc, char **argv) {
   const char *operands[1];
-  int nop = 0;
+  int nop = 0, partial = 0;
+  const cli_opt opts[] = {{.name = "--partial", .type = CLI_FLAG, .dest = &partial,
+                           .help = "report an incomplete file over the steps written"}};
   const cli_spec spec = {
       .cmd = CMD,
-      .usage = "summary FILE.h5",
+      .usage = "summary [--partial] FILE.h5",
       .about = "For every configuration of a run file: mean KL (nats) with its standard error, median,\n"
                "90/99/99.9th percentiles and maximum of the per-step KL, mean and RMS of dp =\n"
                "p_cfg(target) - p_ref(target), top-1 agreement with the reference, ln(PPL_cfg/PPL_ref)\n"
                "with its standard error, and the mean KL per power-of-two position bucket.\n"
-               "Configurations that went non-finite are listed with their first non-finite step.",
+               "Configurations that went non-finite are listed with their first non-finite step.\n"
+               "An incomplete file (an interrupted run's .part) is refused unless --partial; the\n"
+               "statistics then cover the steps every sequence has written, and say so.",
+      .opts = opts,
+      .nopts = 1,
       .operands = operands,
       .max_operands = 1,
       .noperands = &nop,
@@ -98,6 +104,21 @@ int cmd_summary(int argc, char **argv) {
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
     return rc;
+  }
+  if (!run_data_complete(&d)) {
+    char w[128];
+    run_data_written_text(&d, w, sizeof w);
+    int64_t n = run_data_min_written(&d);
+    if (!partial || n < 1) {
+      cli_error(CMD, "%s: incomplete (%s)%s", path, w,
+                partial ? "; no step is written for every sequence"
+                        : "; finish the run with --resume, or report the written steps with --partial");
+      run_data_free(&d);
+      return 2;
+    }
+    printf("partial: %s (%s); the statistics below cover steps 0..%lld of every sequence only\n",
+           path, w, (long long)(n - 1));
+    run_data_truncate(&d, n);
   }
   summary_stats s[512];
   int nc = d.nconfig < 512 ? d.nconfig : 512;

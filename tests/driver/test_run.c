@@ -2,14 +2,12 @@
  * the thread count, resume after SIGKILL, shards + merge, and summary. Each run is a few tenths
  * of a second. */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "src/driver/run_data.h"
@@ -133,30 +131,12 @@ Test(run, thread_count_does_not_matter) {
   expect_equal(a, b);
 }
 
-/* Spawn replayssm with stderr to /dev/null; returns the pid. */
-static pid_t spawn(const char *const *args) {
-  pid_t pid = fork();
-  cr_assert(pid >= 0);
-  if (pid == 0) {
-    const char *argv[32] = {RSSM_BIN};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    int fd = open("/dev/null", O_WRONLY);
-    dup2(fd, 2);
-    execv(RSSM_BIN, (char *const *)argv);
-    _exit(127);
-  }
-  return pid;
-}
-
 Test(run, resume_after_sigkill_is_identical) {
   char whole[TPATH_MAX], cut[TPATH_MAX], ckpt[TPATH_MAX + 8];
   run_ok((const char *[]){"run", ini, "--out", tpath(whole, dir, "whole.h5"), "--quiet", NULL});
   tpath(cut, dir, "cut.h5");
   snprintf(ckpt, sizeof ckpt, "%s.ckpt", cut);
-  uint64_t seed = (uint64_t)time(NULL);
-  cr_log_info("kill seed %llu", (unsigned long long)seed);
+  uint64_t seed = 20; /* fixed: a failure reproduces */
   /* 160 steps in blocks of 16: 10 blocks; die after a random one of the first 9 */
   for (int round = 0; round < 2; round++) {
     unlink(cut);
@@ -177,19 +157,8 @@ Test(run, resume_after_sigkill_is_identical) {
     cr_assert_not(file_exists(ckpt), "the checkpoint was left behind");
     expect_equal(whole, cut);
   }
-  /* and a kill at a random moment, possibly inside a checkpoint or HDF5 write */
-  for (int round = 0; round < 2; round++) {
-    unlink(cut);
-    unlink(ckpt);
-    pid_t pid = spawn((const char *[]){"run", ini, "--out", cut, "--quiet", NULL});
-    struct timespec ts = {0, (long)(20 + rng_next(&seed) % 250) * 1000000L};
-    nanosleep(&ts, NULL);
-    kill(pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
-    run_ok((const char *[]){"run", ini, "--out", cut, "--quiet", "--resume", NULL});
-    expect_equal(whole, cut);
-  }
+  /* kills inside a checkpoint or an HDF5 write: tests/reliability/test_crash_safety.c, at
+   * counted writes (a kill after a sleep raced the run on a loaded machine: issue 20) */
 }
 
 Test(run, merged_shards_equal_the_whole_run) {
