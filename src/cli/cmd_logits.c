@@ -190,6 +190,7 @@ static int load_inputs(const logits_args *a, token_source *tok, int64_t *N, mode
     token_source_free(tok);
     return rc;
   }
+  model_warn_unused(m, stderr);
   const int64_t V = m->cfg.V;
   for (int64_t i = 0; i < tok->n; i++)
     if (tok->ids[i] < 0 || tok->ids[i] >= V) {

@@ -205,6 +205,7 @@ int cmd_run(int argc, char **argv) {
   o.out = out;
   o.progress = isatty(2);
   rc = run_experiment(&e, &o, err, sizeof err);
+  if (rc >= 128) return rc; /* stopped by a signal: run_experiment said how to resume */
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
     return rc;

@@ -59,7 +59,7 @@ static int parse_format(const char *v, void *dest, char *expected, size_t len) {
 
 /* Parses the command line; returns 0 to go on or the exit status with *done set. */
 static int parse_args(int argc, char **argv, const char **path, const char **format,
-                      const char *(*names)[2], int *nnames, int *done) {
+                      const char *(*names)[2], int *nnames, int *partial, int *done) {
   char **rest = malloc(sizeof(char *) * ((size_t)argc + 1));
   if (!rest) {
     cli_error(CMD, "out of memory");
@@ -72,6 +72,9 @@ static int parse_args(int argc, char **argv, const char **path, const char **for
   int nop = 0;
   const char *unused = NULL;
   const cli_opt opts[] = {
+      {.name = "--partial", .type = CLI_FLAG, .dest = partial,
+       .help = "report an incomplete file (an interrupted run's .part) over the steps\n"
+               "every sequence has written, saying so; without it such a file is refused"},
       {.name = "--format", .type = CLI_CALL, .dest = format, .meta = "text|csv|json",
        .def = "text", .parse = parse_format,
        .help = "text: tables of about 100 columns; csv: one row per\n"
@@ -95,7 +98,7 @@ static int parse_args(int argc, char **argv, const char **path, const char **for
            SR_MIN_SEQUENCE_UNITS, SR_MIN_UNITS, SR_MIN_BLOCK_STEPS);
   const cli_spec spec = {
       .cmd = CMD,
-      .usage = "summary [--format text|csv|json] [--compare A B]... FILE.h5",
+      .usage = "summary [--format text|csv|json] [--compare A B]... [--partial] FILE.h5",
       .about = about,
       .opts = opts,
       .nopts = (int)(sizeof opts / sizeof opts[0]),
@@ -123,8 +126,8 @@ static int parse_args(int argc, char **argv, const char **path, const char **for
 int cmd_summary(int argc, char **argv) {
   const char *path = NULL, *format = "text";
   const char *names[MAX_COMPARE][2];
-  int nnames = 0, done = 0;
-  int rc = parse_args(argc, argv, &path, &format, names, &nnames, &done);
+  int nnames = 0, partial = 0, done = 0;
+  int rc = parse_args(argc, argv, &path, &format, names, &nnames, &partial, &done);
   if (done) return rc;
   run_data d;
   char err[1024];
@@ -132,6 +135,23 @@ int cmd_summary(int argc, char **argv) {
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);
     return rc;
+  }
+  if (!run_data_complete(&d)) {
+    char w[128];
+    run_data_written_text(&d, w, sizeof w);
+    int64_t n = run_data_min_written(&d);
+    if (!partial || n < 1) {
+      cli_error(CMD, "%s: incomplete (%s)%s", path, w,
+                partial ? "; no step is written for every sequence"
+                        : "; finish the run with --resume, or report the written steps with --partial");
+      run_data_free(&d);
+      return 2;
+    }
+    /* on stderr for csv and json, whose stdout is for their readers */
+    fprintf(strcmp(format, "text") ? stderr : stdout,
+            "partial: %s (%s); the statistics below cover steps 0..%lld of every sequence only\n",
+            path, w, (long long)(n - 1));
+    run_data_truncate(&d, n);
   }
   int pairs[MAX_COMPARE][2];
   int npairs = nnames;

@@ -209,6 +209,12 @@ int cmd_tokens(int argc, char **argv) {
   }
   const char *id = bctx.t ? bpe_id(bctx.t) : BYTE_TOKENIZER;
   uint32_t vocab = bctx.t ? bpe_vocab(bctx.t) : BYTE_VOCAB;
+  if (rc == RSSM_OK && c.n == 0) {
+    /* refused here, with the inputs named, rather than as a failure to compress nothing */
+    snprintf(err, sizeof err, "%s: no text (the input%s empty; expected at least one token)",
+             pg19 ? pg19 : inputs[0], pg19 || ninputs == 1 ? " is" : "s are");
+    rc = RSSM_ERR_INPUT;
+  }
   if (rc == RSSM_OK) rc = tokstream_write(out, id, vocab, c.ids, c.n, err, sizeof err);
   if (rc != RSSM_OK) {
     cli_error(CMD, "%s", err);

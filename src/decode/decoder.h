@@ -60,6 +60,7 @@ struct rssm_model {
   int64_t vocab;          /* V: logits per position */
   char checksum[64];      /* identifies the weights in output files, e.g. "crc32:1a2b3c4d" */
   char description[256];  /* one line for the effective-experiment printout */
+  int gdn_layers;         /* layers with a GDN state (keys such as gdn_u apply to them only) */
   void *impl;
 };
 

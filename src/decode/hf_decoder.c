@@ -262,6 +262,7 @@ int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
     free(m);
     return rc;
   }
+  model_warn_unused(w, stderr);
   m->ops = &hf_model_ops;
   m->vocab = w->cfg.V;
   m->impl = w;
@@ -273,6 +274,7 @@ int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
     else if (k == BK_QATTN || k == BK_NATTN) na++;
     else nf++;
   }
+  m->gdn_layers = ng;
   snprintf(m->description, sizeof m->description,
            "%s (%s): H=%" PRId64 " V=%" PRId64 ", %" PRId64 " layers: %d GDN, %d Mamba-2, %d "
            "attention, %d MLP/MoE blocks; %.1fM parameters in fp32",

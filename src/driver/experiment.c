@@ -31,6 +31,13 @@ typedef struct {
   int line[MAX_SWEEP_KEYS];
 } sweep;
 
+#define MAX_SECTIONS 512
+/* keys of the root section that take one value (config, template and sweep.KEY have rules of
+ * their own): a second line is an error, as in Python's configparser */
+static const char *const root_keys[] = {"model", "tokens", "sequences", "steps", "seed", "block",
+                                        "checkpoint_every", "reference"};
+#define ROOT_KEYS ((int)(sizeof root_keys / sizeof root_keys[0]))
+
 typedef struct {
   experiment *e;
   char dir[EXP_PATH_MAX];   /* the file's directory, for relative paths */
@@ -41,6 +48,12 @@ typedef struct {
   int rd_config_line;       /* the reader's current [config NAME] header line, 0 if none */
   int rd_keys;              /* key lines the reader has seen in that section */
   char rd_config_name[64];
+  int open_section;         /* first '[' line without its ']', 0 if none */
+  int dup_section, dup_section_first; /* first section header seen twice, and its first line */
+  int nsections;
+  char section_seen[MAX_SECTIONS][INIH_MAX_SECTION + 8]; /* headers so far, as inih reads them */
+  int section_seen_line[MAX_SECTIONS];
+  int root_key_line[ROOT_KEYS]; /* line of each root key (root_keys[]), 0: not yet */
   int err_line;             /* line of the first error found by the handler */
   char msg[768];            /* first error found by the handler */
   char section_kind[16];    /* "", "config", "sweep" */
@@ -99,6 +112,25 @@ static void end_reader_section(parse_ctx *c) {
   c->rd_config_line = 0;
 }
 
+/* A section header [NAME] (n bytes at name): a second [NAME] is an error, where inih would
+ * silently continue the first section. */
+static void note_section(parse_ctx *c, const char *name, size_t n) {
+  while (n && (*name == ' ' || *name == '\t')) name++, n--;
+  while (n && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
+  if (n > INIH_MAX_SECTION) return; /* reported as too long */
+  for (int i = 0; i < c->nsections; i++)
+    if (strlen(c->section_seen[i]) == n && memcmp(c->section_seen[i], name, n) == 0) {
+      if (!c->dup_section) {
+        c->dup_section = c->lineno;
+        c->dup_section_first = c->section_seen_line[i];
+      }
+      return;
+    }
+  if (c->nsections == MAX_SECTIONS) return;
+  snprintf(c->section_seen[c->nsections], sizeof c->section_seen[0], "%.*s", (int)n, name);
+  c->section_seen_line[c->nsections++] = c->lineno;
+}
+
 static char *reader(char *str, int num, void *stream) {
   parse_ctx *c = stream;
   if (!*c->pos) {
@@ -122,6 +154,8 @@ static char *reader(char *str, int num, void *stream) {
     const char *e = strchr(b, ']');
     size_t n = e ? (size_t)(e - b - 1) : strlen(b + 1);
     if (n >= INIH_MAX_SECTION && !c->long_section) c->long_section = c->lineno;
+    if (!e && !c->open_section) c->open_section = c->lineno;
+    if (e) note_section(c, b + 1, n);
     end_reader_section(c);
     if (strncmp(b + 1, "config ", 7) == 0) {
       c->rd_config_line = c->lineno;
@@ -297,6 +331,13 @@ static int handler(void *user, const char *section, const char *name, const char
     return fail(c, "unknown key '%s' in [sweep %s] (expected template or sweep.KEY)", name,
                 c->section_name);
   }
+  for (int k = 0; k < ROOT_KEYS; k++)
+    if (strcmp(name, root_keys[k]) == 0) {
+      if (c->root_key_line[k])
+        return fail(c, "%s is given twice (first on line %d; expected one '%s = ...' line)", name,
+                    c->root_key_line[k], name);
+      c->root_key_line[k] = c->lineno;
+    }
   if (strcmp(name, "model") == 0) {
     resolve(c, value, e->model);
     e->model_line = c->lineno;
@@ -388,6 +429,35 @@ static int expand_sweeps(parse_ctx *c) {
   return 1;
 }
 
+/* The first error of the file, by line: the reader's (long line, long or unterminated or repeated
+ * section), the handler's, or inih's own syntax error. */
+static int report(const parse_ctx *c, const char *path, int line, char *err, size_t errlen) {
+  int msg_line = c->msg[0] ? c->err_line : 0;
+  struct {
+    int at;
+    char text[900];
+  } first = {0, ""};
+#define CANDIDATE(L, ...)                                                  \
+  do {                                                                     \
+    if ((L) > 0 && (!first.at || (L) < first.at)) {                       \
+      first.at = (L);                                                      \
+      snprintf(first.text, sizeof first.text, __VA_ARGS__);                \
+    }                                                                      \
+  } while (0)
+  CANDIDATE(c->long_line, "line longer than %d characters", INI_MAX_LINE - 2);
+  CANDIDATE(c->long_section, "section name longer than %d characters", INIH_MAX_SECTION - 1);
+  CANDIDATE(c->open_section, "section header without its closing ']' (expected [config NAME] or "
+            "[sweep NAME])");
+  CANDIDATE(c->dup_section, "section repeated (first on line %d; expected each [section] once)",
+            c->dup_section_first);
+  CANDIDATE(msg_line, "%s", c->msg);
+  CANDIDATE(line, "syntax error (expected 'key = value', '[section]' or a # comment)");
+#undef CANDIDATE
+  if (!first.at) return RSSM_OK;
+  snprintf(err, errlen, "%s:%d: %s", path, first.at, first.text);
+  return RSSM_ERR_INPUT;
+}
+
 int experiment_parse_file(const char *path, experiment *e, char *err, size_t errlen) {
   unsigned char *text;
   int64_t len;
@@ -416,24 +486,10 @@ int experiment_parse_file(const char *path, experiment *e, char *err, size_t err
     c->lineno = c->section_line;
     fail(c, "[config %s] has no 'spec = CONFIG' line", c->section_name);
   }
-  if (!c->msg[0] && !c->long_line && !c->long_section && line == 0) expand_sweeps(c);
-  rc = RSSM_OK;
-  if (c->long_line && (line == 0 || c->long_line <= line)) {
-    snprintf(err, errlen, "%s:%d: line longer than %d characters", path, c->long_line, INI_MAX_LINE - 2);
-    rc = RSSM_ERR_INPUT;
-  } else if (c->long_section && (line == 0 || c->long_section <= line) &&
-             (!c->msg[0] || c->long_section <= c->err_line)) {
-    snprintf(err, errlen, "%s:%d: section name longer than %d characters", path, c->long_section,
-             INIH_MAX_SECTION - 1);
-    rc = RSSM_ERR_INPUT;
-  } else if (c->msg[0]) {
-    snprintf(err, errlen, "%s:%d: %s", path, c->err_line, c->msg);
-    rc = RSSM_ERR_INPUT;
-  } else if (line != 0) {
-    snprintf(err, errlen, "%s:%d: syntax error (expected 'key = value', '[section]' or a # comment)",
-             path, line);
-    rc = RSSM_ERR_INPUT;
-  }
+  if (!c->msg[0] && !c->long_line && !c->long_section && !c->open_section && !c->dup_section &&
+      line == 0)
+    expand_sweeps(c);
+  rc = report(c, path, line, err, errlen);
   free(c);
   free(text);
   return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/driver/run_identity.h"
 #include "src/io/status.h"
 
 static int same_run(const run_data *a, const run_data *b, const char **what) {
@@ -117,6 +118,7 @@ int merge_shards(const run_data *shards, const char *const *paths, int n, run_da
     size_t r0 = (size_t)s->offset, kn = (size_t)(s->K * N);
     memcpy(out->tokens + r0 * (size_t)(N + 1), s->tokens, (size_t)(s->K * (N + 1)) * sizeof(int32_t));
     memcpy(out->window_start + r0, s->window_start, (size_t)s->K * sizeof(int64_t));
+    memcpy(out->steps_written + r0, s->steps_written, (size_t)s->K * sizeof(int64_t));
     memcpy(out->ref_nll + r0 * (size_t)N, s->ref_nll, kn * sizeof(float));
     for (int c = 0; c < a->nconfig; c++) {
       run_cfg_data *o = &out->cfg[c];
@@ -129,7 +131,12 @@ int merge_shards(const run_data *shards, const char *const *paths, int n, run_da
     }
   }
   free(order);
-  if (!out->experiment) {
+  if (a->identity) { /* the shards' identity, as one whole run */
+    char device[16];
+    run_identity_field(a->identity, "device", device, sizeof device);
+    out->identity = run_identity_text(out, device);
+  }
+  if (!out->experiment || (a->identity && !out->identity)) {
     run_data_free(out);
     snprintf(err, errlen, "out of memory");
     return RSSM_ERR_IO;

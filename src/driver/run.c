@@ -16,7 +16,11 @@
 #include "src/driver/parallel.h"
 #include "src/driver/run_h5.h"
 #include "src/driver/run_internal.h"
+#include "src/driver/run_identity.h"
+#include "src/driver/run_outputs.h"
 #include "src/driver/run_progress.h"
+#include "src/driver/run_signal.h"
+#include "src/io/out_lock.h"
 #include "src/io/status.h"
 #include "src/ssm/ssm_accept.h"
 #include "src/io/atomic_file.h"
@@ -416,6 +420,15 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
     token_source_free(&src);
     return RSSM_ERR_INPUT;
   }
+  for (int c = 0; c < e->nconfig; c++)
+    if (e->configs[c].cfg.gdn_u == SSM_GDN_U_CACHED && r->m->gdn_layers == 0) {
+      experiment_where(e, e->configs[c].line, "--config", where, sizeof where);
+      snprintf(err, errlen, "%s: configuration '%s': gdn_u=cached applies to GDN layers, and "
+               "model %s has none (expected no gdn_u= key)", where, e->configs[c].cfg.name,
+               e->model);
+      token_source_free(&src);
+      return RSSM_ERR_INPUT;
+    }
   r->Tmax = 1;
   for (int c = 0; c < e->nconfig; c++)
     if (e->configs[c].cfg.strategy == SSM_SPEC && e->configs[c].cfg.T > r->Tmax)
@@ -465,7 +478,9 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   r->cursor = calloc(KC + 1, sizeof(int64_t));
   r->round = calloc(KC + 1, sizeof(uint32_t));
   r->dead = calloc(KC + 1, 1);
-  if (!d->experiment || !r->tok || !r->ref || !r->dec || !r->reflp || !r->refam || !r->cursor ||
+  d->identity = run_identity_text(d, o->cuda ? "cuda" : "cpu");
+  if (!d->experiment || !d->identity || !r->tok || !r->ref || !r->dec || !r->reflp || !r->refam ||
+      !r->cursor ||
       !r->round || !r->dead) {
     snprintf(err, errlen, "out of memory setting up %lld sequences", (long long)r->K);
     token_source_free(&src);
@@ -543,20 +558,19 @@ static int64_t min_cursor(const runner *r) {
   return m;
 }
 
-/* What the output and its checkpoint allow: returns RSSM_OK to run, RSSM_ERR_INPUT with a
- * message, or RSSM_OK with *finished set when a resumed run is already complete. */
-static int check_outputs(const run_options *o, const char *ckpt, int *finished, char *err,
-                         size_t errlen) {
+/* The run's file state: every sequence has its first n steps written. */
+static void set_written(runner *r, int64_t n) {
+  r->written = n;
+  for (int64_t k = 0; k < r->K; k++) r->d.steps_written[k] = n;
+}
+
+/* Before anything is written: the outputs' paths, an existing output or checkpoint, setup, and
+ * what --resume finds. *done: out is already this experiment's complete result. */
+static int prepare(runner *r, const experiment *e, const run_options *o, const char *ckpt,
+                   int *done, char *err, size_t errlen) {
+  *done = 0;
   int have_out = access(o->out, F_OK) == 0, have_ckpt = access(ckpt, F_OK) == 0;
-  *finished = 0;
-  if (o->resume && have_out) {
-    /* finished (a crash between the final rename and the unlink leaves a stale checkpoint) */
-    if (have_ckpt) unlink(ckpt);
-    fprintf(stderr, "replayssm run: %s is complete; nothing to resume\n", o->out);
-    *finished = 1;
-    return RSSM_OK;
-  }
-  if (have_out && !o->force) {
+  if (have_out && !o->force && !o->resume) {
     snprintf(err, errlen, "%s: exists (use --force to overwrite it)", o->out);
     return RSSM_ERR_INPUT;
   }
@@ -566,7 +580,37 @@ static int check_outputs(const run_options *o, const char *ckpt, int *finished, 
     return RSSM_ERR_INPUT;
   }
   if (o->force && !o->resume) unlink(ckpt);
+  int rc = setup(r, e, o, err, errlen);
+  if (rc != RSSM_OK) return rc;
+  int plan = RESUME_FRESH;
+  if (o->resume) {
+    rc = run_resume_plan(r, o->out, ckpt, &plan, err, errlen);
+    if (rc != RSSM_OK) return rc;
+  }
+  if (plan == RESUME_DONE) {
+    fprintf(stderr, "replayssm run: %s is complete; nothing to resume\n", o->out);
+    *done = 1;
+    return RSSM_OK;
+  }
+  if (!o->quiet) {
+    fprintf(stderr, "replayssm run: %s -> %s (shard %s: sequences %lld..%lld of %lld)\n"
+            "model: %s\n# effective experiment\n%s", e->file[0] ? e->file : "(command line)",
+            o->out, r->d.shard, (long long)r->d.offset, (long long)(r->d.offset + r->K - 1),
+            (long long)r->d.sequences, r->m->description, r->d.experiment);
+    if (plan == RESUME_CKPT)
+      fprintf(stderr, "replayssm run: resuming at step %lld of %lld\n", (long long)r->b0,
+              (long long)r->N);
+  }
+  set_written(r, r->written);
   return RSSM_OK;
+}
+
+/* One line after a SIGTERM/SIGINT: where the run stopped, what is kept, how to go on. */
+static void say_stopped(int sig, int64_t step, int64_t N, const char *part, const char *ckpt) {
+  fprintf(stderr, "replayssm run: stopped by %s after step %lld of %lld; %s holds the steps "
+          "written and %s the state: rerun the same command with --resume to continue\n",
+          sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", (long long)step,
+          (long long)N, part, ckpt);
 }
 
 /* How the CPU phases cut the work (p->group, p->parts) and their scratch buffers. Models that
@@ -645,33 +689,27 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   char part[4200], ckpt[4200];
   snprintf(part, sizeof part, "%s.part", o->out);
   snprintf(ckpt, sizeof ckpt, "%s.ckpt", o->out);
-  int finished;
-  int rc = check_outputs(o, ckpt, &finished, err, errlen);
-  if (rc != RSSM_OK || finished) return rc;
+  /* the paths first (they write nothing), then the lock, before anything is written */
+  int rc = run_outputs_check(e, o->out, err, errlen);
+  if (rc != RSSM_OK) return rc;
+  out_lock lock;
+  rc = out_lock_take(o->out, &lock, err, errlen);
+  if (rc != RSSM_OK) return rc;
   runner r;
-  rc = setup(&r, e, o, err, errlen);
-  if (rc != RSSM_OK) {
+  memset(&r, 0, sizeof r);
+  int finished = 0;
+  rc = prepare(&r, e, o, ckpt, &finished, err, errlen);
+  if (rc != RSSM_OK || finished) {
     runner_free(&r);
+    out_lock_release(&lock);
     return rc;
   }
-  if (!o->quiet) {
-    fprintf(stderr, "replayssm run: %s -> %s (shard %s: sequences %lld..%lld of %lld)\n"
-            "model: %s\n# effective experiment\n%s", e->file[0] ? e->file : "(command line)",
-            o->out, r.d.shard, (long long)r.d.offset, (long long)(r.d.offset + r.K - 1),
-            (long long)r.d.sequences, r.m->description, r.d.experiment);
-  }
-  if (o->resume && access(ckpt, F_OK) == 0) {
-    rc = run_ckpt_load(&r, ckpt, err, errlen);
-    if (rc != RSSM_OK) {
-      runner_free(&r);
-      return rc;
-    }
-    if (!o->quiet)
-      fprintf(stderr, "replayssm run: resuming at step %lld of %lld\n", (long long)r.b0, (long long)r.N);
-  }
+  run_signal_install();
   run_h5 *h = run_h5_create(part, &r.d, err, errlen);
   if (!h) {
+    run_signal_restore();
     runner_free(&r);
+    out_lock_release(&lock);
     return RSSM_ERR_IO;
   }
   /* a resumed run rewrites what its checkpoint holds: the old .part may be torn */
@@ -691,6 +729,7 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   int64_t last_ckpt = r.b0;
   double t0 = now_s();
   int64_t done0 = r.written;
+  int stop = 0; /* the signal that asked the run to stop (run_signal.h) */
   /* reports by time between the blocks' (RSSM_PROGRESS_SECONDS, default 5) */
   const char *pe = getenv("RSSM_PROGRESS_SECONDS");
   double every = pe && atof(pe) > 0 ? atof(pe) : 5.0;
@@ -703,10 +742,12 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     rc = r.engine ? engine_block(&r, b1, err, errlen) : cpu_block(&p, &r, o, err, errlen);
     if (rc != RSSM_OK) break;
     r.b0 = b1;
-    int64_t done = min_cursor(&r);
-    rc = run_h5_write_columns(h, &r.d, r.written, done, err, errlen);
-    r.written = done;
-    if (rc == RSSM_OK && r.b0 < r.N && r.b0 - last_ckpt >= e->checkpoint_every) {
+    int64_t written0 = r.written;
+    set_written(&r, min_cursor(&r));
+    rc = run_h5_write_columns(h, &r.d, written0, r.written, err, errlen);
+    int64_t done = r.written;
+    stop = run_signal_pending();
+    if (rc == RSSM_OK && r.b0 < r.N && (stop || r.b0 - last_ckpt >= e->checkpoint_every)) {
       rc = run_ckpt_save(&r, ckpt, err, errlen);
       last_ckpt = r.b0;
       /* batch jobs (no terminal) get one progress line per checkpoint instead of a bar */
@@ -719,7 +760,9 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     run_progress_steps(p.prog, done);
     if (o->progress) progress(done, r.N, done0, t0);
     if (++blocks == kill_after) raise(SIGKILL); /* tests: die between two blocks */
+    if (stop && rc == RSSM_OK && r.b0 < r.N) break;
   }
+  run_signal_restore();
   run_progress_stop(p.prog);
   if (rc == RSSM_OK && run_h5_set_wall_seconds(h, now_s() - t_start) != 0) {
     snprintf(err, errlen, "%s: writing the attribute wall_seconds failed", part);
@@ -731,11 +774,18 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
     snprintf(err, errlen, "%s: closing the HDF5 file failed", part);
     rc = RSSM_ERR_IO;
   }
+  if (rc == RSSM_OK && stop && r.b0 < r.N) {
+    say_stopped(stop, r.b0, r.N, part, ckpt);
+    runner_free(&r);
+    out_lock_release(&lock);
+    return 128 + stop;
+  }
   if (rc == RSSM_OK) rc = atomic_commit(part, o->out, err, errlen);
   if (rc == RSSM_OK) unlink(ckpt);
   if (rc == RSSM_OK && !o->quiet)
     fprintf(stderr, "replayssm run: wrote %s (%lld sequences x %lld steps, %lld configurations)\n",
             o->out, (long long)r.K, (long long)r.N, (long long)r.C);
   runner_free(&r);
+  out_lock_release(&lock);
   return rc;
 }

@@ -1,7 +1,8 @@
 /* Checkpoint files of a run in progress (run_internal.h):
  *   magic "RSSMCKP1" | u64 payload bytes | u32 CRC-32 of the payload | zstd frame of the payload
  * payload (host byte order: a checkpoint is resumed by the same build on the same machine kind):
- *   u64 fingerprint, i64 b0, written, base, nrows
+ *   u64 fingerprint, u64 identity length, identity text (run_identity.h), i64 b0, written, base,
+ *   nrows
  *   per sequence: i64 state bytes, reference decoder state, nrows x V floats, nrows i64 argmax
  *   per pair: i64 cursor, u32 round, u8 dead, and when alive i64 state bytes + decoder state
  *   metric buffers: ref_nll [K][N]; per configuration kl, nll, dp [K][N], top1 [K][N],
@@ -12,11 +13,12 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "src/driver/run_identity.h"
 #include "src/driver/run_internal.h"
 #include "src/io/status.h"
 #include "src/io/atomic_file.h"
 
-#define CKPT_MAGIC "RSSMCKP1"
+#define CKPT_MAGIC "RSSMCKP2" /* 2: the identity text after the fingerprint */
 
 typedef struct {
   unsigned char *p;
@@ -72,6 +74,9 @@ int run_ckpt_save(const runner *r, const char *path, char *err, size_t errlen) {
   bbuf b = {0};
   size_t KN = (size_t)(r->K * r->N);
   put(&b, &r->fingerprint, 8);
+  uint64_t idlen = strlen(r->d.identity);
+  put(&b, &idlen, 8);
+  put(&b, r->d.identity, (size_t)idlen);
   put(&b, &r->b0, 8);
   put(&b, &r->written, 8);
   put(&b, &r->base, 8);
@@ -180,7 +185,9 @@ int run_ckpt_load(runner *r, const char *path, char *err, size_t errlen) {
   uint32_t c32 = 0;
   if (len < 20 || memcmp(file, CKPT_MAGIC, 8) != 0) {
     free(file);
-    snprintf(err, errlen, "%s: not a replayssm checkpoint (wrong magic)", path);
+    int old = len >= 8 && memcmp(file, "RSSMCKP1", 8) == 0;
+    snprintf(err, errlen, "%s: %s", path, old ? "checkpoint of an older build (format RSSMCKP1; "
+             "use --force to start over)" : "not a replayssm checkpoint (wrong magic)");
     return RSSM_ERR_INPUT;
   }
   memcpy(&raw, file + 8, 8);
@@ -207,12 +214,19 @@ int run_ckpt_load(runner *r, const char *path, char *err, size_t errlen) {
     return RSSM_ERR_INPUT;
   }
   rbuf b = {p, (size_t)raw, 0, 0};
-  uint64_t fp = 0;
+  uint64_t fp = 0, idlen = 0;
   get(&b, &fp, 8);
-  if (fp != r->fingerprint) {
+  get(&b, &idlen, 8);
+  const char *id = idlen < 65536 ? take(&b, (size_t)idlen) : NULL;
+  if (fp != r->fingerprint || !id) {
+    char *have = id ? strndup(id, (size_t)idlen) : NULL;
+    char diff[1400] = "";
+    if (have) run_identity_diff(have, r->d.identity, "the checkpoint", diff, sizeof diff);
+    free(have);
     free(p);
-    snprintf(err, errlen, "%s: checkpoint of a different experiment, shard or build (use --force "
-             "to start over)", path);
+    snprintf(err, errlen, "%s: checkpoint of another experiment: %s (use --force to start over)",
+             path, diff[0] ? diff : "the same identity, other settings (block, checkpoint_every "
+             "or file paths of the effective experiment)");
     return RSSM_ERR_INPUT;
   }
   get(&b, &r->b0, 8);

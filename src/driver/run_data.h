@@ -29,7 +29,10 @@ typedef struct {
   int64_t offset;           /* global index of row 0 */
   int64_t K;                /* rows here */
   char shard[32];           /* "I/N"; "0/1" for a whole run */
+  char *identity;           /* identity text (run_identity.h; malloc'ed), NULL: a file older
+                             * than file states */
   /* datasets */
+  int64_t *steps_written;   /* [K] steps of each sequence written (N: complete) */
   int32_t *tokens;          /* [K][N+1] */
   int64_t *window_start;    /* [K] position of each window in the token source */
   float *ref_nll;           /* [K][N] */
@@ -41,5 +44,14 @@ typedef struct {
  * first_nonfinite -1. Returns 0 or -1 (out of memory or sizes beyond 2^40 bytes). */
 int run_data_alloc(run_data *d, int64_t K, int64_t N, int nconfig);
 void run_data_free(run_data *d);
+/* 1 when every sequence has all N steps written. */
+int run_data_complete(const run_data *d);
+/* "steps written: 100 of 1100 (every sequence)" or "... 100 to 400 of 1100 (per sequence)". */
+void run_data_written_text(const run_data *d, char *out, size_t outlen);
+/* The fewest steps written of any sequence. */
+int64_t run_data_min_written(const run_data *d);
+/* Keeps only steps [0, n) of every sequence (n <= N; summary --partial): the [K][N] arrays are
+ * compacted to [K][n], first non-finite steps at or past n are dropped. */
+void run_data_truncate(run_data *d, int64_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "src/driver/experiment.h"
+#include "src/driver/run_identity.h"
 #include "src/io/h5_attr.h"
 #include "src/io/status.h"
 #include "src/io/atomic_file.h"
@@ -19,6 +20,7 @@ struct run_h5 {
   int published;
   hid_t file;
   hid_t ref_nll;
+  hid_t steps_written; /* [K]: the file's state, written after each block's columns */
   int nconfig;
   hid_t *ds;   /* [nconfig][5]: kl, nll, dp, top1, first_nonfinite */
 };
@@ -82,6 +84,7 @@ static void run_h5_free_handles(run_h5 *h) {
     for (int i = 0; i < 5 * h->nconfig; i++)
       if (h->ds[i] >= 0) H5Dclose(h->ds[i]);
   if (h->ref_nll >= 0) H5Dclose(h->ref_nll);
+  if (h->steps_written >= 0) H5Dclose(h->steps_written);
   free(h->ds);
 }
 
@@ -93,6 +96,7 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
     return NULL;
   }
   h->ref_nll = -1;
+  h->steps_written = -1;
   h->nconfig = d->nconfig;
   h->ds = malloc(sizeof(hid_t) * 5 * (size_t)(d->nconfig + 1));
   if (!h->ds) {
@@ -133,6 +137,14 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
   rc |= h5_attr_str(f, "shard", d->shard);
   rc |= h5_attr_str(f, "reference", d->reference);
   rc |= h5_attr_str(f, "experiment", d->experiment ? d->experiment : "");
+  if (d->identity) {
+    char digest[65];
+    run_identity_digest(d->identity, digest);
+    rc |= h5_attr_str(f, "identity", digest);
+    rc |= h5_attr_str(f, "identity_fields", d->identity);
+  }
+  h->steps_written = make_ds(f, "steps_written", H5T_NATIVE_INT64, d->K, 0);
+  if (h->steps_written < 0) rc = -1;
   rc |= write_whole(f, "tokens", H5T_NATIVE_INT32, d->K, d->N + 1, d->tokens);
   rc |= write_whole(f, "window_start", H5T_NATIVE_INT64, d->K, 0, d->window_start);
   hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
@@ -195,6 +207,10 @@ int run_h5_write_columns(run_h5 *h, const run_data *d, int64_t c0, int64_t c1, c
     if (H5Dwrite(ds[4], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, x->first_nonfinite) < 0)
       rc = -1;
   }
+  /* after the columns it counts: a kill in between leaves a count that understates */
+  if (H5Dwrite(h->steps_written, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+               d->steps_written) < 0)
+    rc = -1;
   if (rc == 0 && H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
   if (rc != 0) {
     snprintf(err, errlen, "%s: writing steps %lld..%lld failed (disk full or file size limit?)",
@@ -296,6 +312,23 @@ static herr_t collect(hid_t g, const char *name, const H5L_info_t *info, void *o
   return 0;
 }
 
+/* The file's state: steps_written and the identity; a file written before file states existed
+ * has neither and counts as complete. Returns NULL or what is malformed. */
+static const char *read_state(hid_t f, run_data *d) {
+  if (H5Lexists(f, "steps_written", H5P_DEFAULT) <= 0) {
+    for (int64_t k = 0; k < d->K; k++) d->steps_written[k] = d->N;
+    return NULL;
+  }
+  if (read_ds(f, "steps_written", H5T_NATIVE_INT64, d->K, 0, d->steps_written))
+    return "dataset /steps_written [K]";
+  for (int64_t k = 0; k < d->K; k++)
+    if (d->steps_written[k] < 0 || d->steps_written[k] > d->N)
+      return "dataset /steps_written (expected values in [0, steps])";
+  if (H5Aexists(f, "identity_fields") > 0 && read_attr_str(f, "identity_fields", NULL, 0, &d->identity))
+    return "root attribute 'identity_fields'";
+  return NULL;
+}
+
 int run_h5_read(const char *path, run_data *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -361,6 +394,8 @@ int run_h5_read(const char *path, run_data *d, char *err, size_t errlen) {
       what = "dataset /window_start [K]";
     else if (read_ds(f, "reference/nll", H5T_NATIVE_FLOAT, K, N, d->ref_nll))
       what = "dataset /reference/nll [K, steps]";
+    else
+      what = read_state(f, d);
   }
   char bad[SSM_NAME_MAX + 128];
   for (int c = 0; !what && c < names.n; c++) {

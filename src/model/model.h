@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "src/io/status.h"
 #include "src/model/model_config.h"
@@ -98,12 +99,18 @@ typedef struct {
   model_block_w *blocks; /* [nblocks] */
   int n_ssm, n_attn;
   int64_t n_params;   /* floats loaded */
+  int64_t n_unused;   /* checkpoint tensors the model does not read (a vision tower, MTP heads) */
+  char first_unused[256]; /* the first of them by name, "" if none */
 } model;
 
 /* Load config.json and the safetensors weights of a Hugging Face model directory. Every tensor
  * the config implies must exist with the derived shape; errors name the tensor, the expected and
- * the found shape. Returns RSSM_OK, RSSM_ERR_INPUT or RSSM_ERR_IO with one line in err. */
+ * the found shape. A tensor of a layer beyond the config's layers is an error (config and
+ * checkpoint disagree on the architecture, e.g. a layer list of the wrong length); other unread
+ * tensors are counted in n_unused (real checkpoints carry vision towers and MTP heads). Returns RSSM_OK, RSSM_ERR_INPUT or RSSM_ERR_IO with one line in err. */
 int model_load(const char *dir, model *m, char *err, size_t errlen);
+/* One warning line on out when the checkpoint holds tensors the model does not read. */
+void model_warn_unused(const model *m, FILE *out);
 void model_free(model *m);
 
 /* Threads for the large matrix-vector products (default 2). Results do not depend on it. */

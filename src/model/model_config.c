@@ -1,5 +1,6 @@
 /* config.json parsing (see model_config.h). */
 #include "src/io/errbuf.h"
+#include "src/io/json_strict.h"
 #include "src/model/model_config.h"
 
 #include <cjson/cJSON.h>
@@ -25,10 +26,13 @@ void model_config_free(model_config *c) {
 
 /* Python's json module writes float('inf') as the bare word Infinity, which is not JSON and which
  * cJSON refuses. Outside strings, replace Infinity by 1e999 (strtod overflows it to inf) and NaN
- * by null. Newer transformers may also write {"__float__": "Infinity"}; see json_number. */
+ * by {"__float__":"NaN"}, which json_number reads as NaN and the getters refuse (a null would
+ * have passed for an absent key and taken the default). Newer transformers may also write
+ * {"__float__": "Infinity"}; see json_number. */
+#define NAN_TAG "{\"__float__\":\"NaN\"}"
 char *model_json_fix_nonfinite(const char *text, size_t len) {
-  /* "Infinity" (8) -> "1e999" (5); "NaN" (3) -> "null" (4): at most len * 4/3 + 1 bytes */
-  size_t cap = len + len / 3 + 2;
+  /* "Infinity" (8) -> "1e999" (5); "NaN" (3) -> NAN_TAG (19): at most len * 19/3 + 1 bytes */
+  size_t cap = len + 6 * len + 2;
   char *out = malloc(cap);
   if (!out) return NULL;
   size_t o = 0;
@@ -51,8 +55,8 @@ char *model_json_fix_nonfinite(const char *text, size_t len) {
       o += 5;
       i += 8;
     } else if (len - i >= 3 && memcmp(text + i, "NaN", 3) == 0) {
-      memcpy(out + o, "null", 4);
-      o += 4;
+      memcpy(out + o, NAN_TAG, strlen(NAN_TAG));
+      o += strlen(NAN_TAG);
       i += 3;
     } else {
       out[o++] = ch;
@@ -87,6 +91,7 @@ static int json_number(const cJSON *v, double *out) {
     if (cJSON_IsString(t)) {
       if (strcmp(t->valuestring, "Infinity") == 0) *out = HUGE_VAL;
       else if (strcmp(t->valuestring, "-Infinity") == 0) *out = -HUGE_VAL;
+      else if (strcmp(t->valuestring, "NaN") == 0) *out = NAN;
       else return -1;
       return 0;
     }
@@ -111,8 +116,8 @@ static int64_t get_int(ctx *x, const cJSON *obj, const char *key, int64_t def, i
         rssm_fail(x->err, x->errlen, "%s: field %s = %g (expected an integer in [%lld, %lld])",
                   x->path, key, v->valuedouble, (long long)lo, (long long)hi);
       else
-        rssm_fail(x->err, x->errlen, "%s: field %s is not a number (expected an integer)", x->path,
-                  key);
+        rssm_fail(x->err, x->errlen, "%s: field %s is %s (expected an integer)", x->path, key,
+                  cJSON_IsObject(v) ? "not finite" : "not a number");
     }
     x->failed = 1;
     return def;
@@ -132,6 +137,12 @@ static double get_num(ctx *x, const cJSON *obj, const char *key, double def, int
   double d;
   if (json_number(v, &d) != 0) {
     if (!x->failed) rssm_fail(x->err, x->errlen, "%s: field %s is not a number", x->path, key);
+    x->failed = 1;
+    return def;
+  }
+  if (!isfinite(d)) {
+    if (!x->failed)
+      rssm_fail(x->err, x->errlen, "%s: field %s = %g (expected a finite number)", x->path, key, d);
     x->failed = 1;
     return def;
   }
@@ -181,9 +192,9 @@ static int add_block(model_config *c, int kind, int layer) {
 
 /* Layer-type names of every transformers version (old and new). */
 static int qwen_mixer_kind(const char *t) {
-  if (strcmp(t, "linear_attention") == 0 || strcmp(t, "linear") == 0 ||
-      strcmp(t, "mamba") == 0)
-    return BK_GDN;
+  /* not "mamba": a Mamba layer is no GDN layer, and running one as the other is the silent
+   * misreading strict parsing exists to prevent */
+  if (strcmp(t, "linear_attention") == 0 || strcmp(t, "linear") == 0) return BK_GDN;
   if (strcmp(t, "full_attention") == 0 || strcmp(t, "full") == 0 ||
       strcmp(t, "attention") == 0)
     return BK_QATTN;
@@ -375,9 +386,10 @@ static int parse_nemotron(ctx *x, const cJSON *root, model_config *c) {
     const cJSON *l = item(root, lk);
     if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 2 ||
         json_number(cJSON_GetArrayItem(l, 0), &c->dt_limit_lo) != 0 ||
-        json_number(cJSON_GetArrayItem(l, 1), &c->dt_limit_hi) != 0) {
+        json_number(cJSON_GetArrayItem(l, 1), &c->dt_limit_hi) != 0 || isnan(c->dt_limit_lo) ||
+        isnan(c->dt_limit_hi)) {
       if (!x->failed)
-        rssm_fail(x->err, x->errlen, "%s: field %s is not a pair of numbers [lo, hi]", x->path, lk);
+        rssm_fail(x->err, x->errlen, "%s: field %s is not a pair of numbers [lo, hi] (NaN refused)", x->path, lk);
       x->failed = 1;
     }
   }
@@ -509,6 +521,13 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
   }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(fixed, &end, 1);
+  char why[512];
+  if (json_strict_check(root, fixed, strlen(fixed), why, sizeof why)) {
+    rssm_fail(err, errlen, "%s: %s", c->path, why);
+    cJSON_Delete(root);
+    free(fixed);
+    return RSSM_ERR_INPUT;
+  }
   if (!root || !cJSON_IsObject(root)) {
     long at = (end && !root) ? (long)(end - fixed) : 0;
     rssm_fail(err, errlen, "%s: not a JSON object (parse error near byte %ld)", c->path, at);

@@ -21,10 +21,36 @@ typedef struct {
   char *err;
   size_t errlen;
   int rc;
+  uint8_t *used;        /* [ar.ntensors] read by the model */
 } loader;
 
-/* Find tensor `name` (already prefixed). */
-static const st_tensor *find(loader *L, const char *name) { return st_find(&L->ar, name); }
+/* Find tensor `name` (already prefixed), and note that the model reads it. */
+static const st_tensor *find(loader *L, const char *name) {
+  const st_tensor *t = st_find(&L->ar, name);
+  if (t && L->used) L->used[t - L->ar.tensors] = 1;
+  return t;
+}
+
+/* After loading: a tensor PREFIX.layers.N.* with N >= nlayers is an error; other unread tensors
+ * are counted (model.h). */
+static int check_unused(loader *L, model *m) {
+  size_t pl = strlen(L->prefix);
+  for (int64_t i = 0; i < L->ar.ntensors; i++) {
+    const char *name = L->ar.tensors[i].name;
+    if (L->used[i]) continue;
+    long layer = -1;
+    if (strncmp(name, L->prefix, pl) == 0 && strncmp(name + pl, "layers.", 7) == 0)
+      layer = strtol(name + pl + 7, NULL, 10);
+    if (layer >= m->cfg.nlayers) {
+      rssm_fail(L->err, L->errlen, "%s: tensor %s belongs to layer %ld, but config.json describes "
+                "%lld layers (expected the layer list to cover every layer of the checkpoint)",
+                m->dir, name, layer, (long long)m->cfg.nlayers);
+      return RSSM_ERR_INPUT;
+    }
+    if (m->n_unused++ == 0) snprintf(m->first_unused, sizeof m->first_unused, "%s", name);
+  }
+  return RSSM_OK;
+}
 
 /* Load `name` with exactly the given shape into a new fp32 array. Returns NULL and sets L->rc
  * on failure (missing, wrong shape, unsupported dtype, out of memory). */
@@ -371,6 +397,13 @@ int model_load(const char *dir, model *m, char *err, size_t errlen) {
     return RSSM_ERR_INPUT;
   }
   L.rc = RSSM_OK;
+  L.used = calloc((size_t)L.ar.ntensors + 1, 1);
+  if (!L.used) {
+    rssm_fail(err, errlen, "%s: out of memory", dir);
+    st_close(&L.ar);
+    model_config_free(&m->cfg);
+    return RSSM_ERR_IO;
+  }
   snprintf(name, sizeof name, "%s%s", L.prefix, emb_name);
   int64_t vh[2] = {c->V, c->H};
   m->embed = load_exact(&L, name, 2, vh);
@@ -438,6 +471,8 @@ int model_load(const char *dir, model *m, char *err, size_t errlen) {
         break;
     }
   }
+  if (L.rc == RSSM_OK) L.rc = check_unused(&L, m);
+  free(L.used);
   st_close(&L.ar);
   if (L.rc != RSSM_OK) {
     model_free(m);
@@ -477,4 +512,11 @@ void model_free(model *m) {
   free(m->final_norm);
   model_config_free(&m->cfg);
   memset(m, 0, sizeof *m);
+}
+
+void model_warn_unused(const model *m, FILE *out) {
+  if (m->n_unused > 0)
+    fprintf(out, "replayssm: warning: %s: %lld checkpoint tensor%s not read by the model (first: "
+            "%s)\n", m->dir, (long long)m->n_unused, m->n_unused == 1 ? " is" : "s are",
+            m->first_unused);
 }

@@ -1,5 +1,6 @@
 /* Safetensors reader (see safetensors.h). */
 #include "src/io/errbuf.h"
+#include "src/io/json_strict.h"
 #include "src/model/safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -322,6 +323,12 @@ static int add_file(st_archive *a, const char *path, char *err, size_t errlen) {
   const int64_t data_start = 8 + (int64_t)hlen;
   const int64_t data_size = size - data_start;
   cJSON *root = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)hlen);
+  char why[512];
+  if (json_strict_check(root, (const char *)bytes + 8, (size_t)hlen, why, sizeof why)) {
+    rssm_fail(err, errlen, "%s: header: %s", path, why);
+    cJSON_Delete(root);
+    return RSSM_ERR_INPUT;
+  }
   if (!root || !cJSON_IsObject(root)) {
     rssm_fail(err, errlen,
               "%s: header is not a JSON object (expected {\"name\": {\"dtype\", \"shape\", "
@@ -437,7 +444,14 @@ static int open_index(const char *dir, const char *index_path, st_archive *a, ch
   char *text = read_text(index_path, &len, err, errlen, &rc);
   if (!text) return rc;
   cJSON *root = cJSON_ParseWithLength(text, len);
+  char why[512];
+  int strict_bad = json_strict_check(root, text, len, why, sizeof why);
   free(text);
+  if (strict_bad) {
+    rssm_fail(err, errlen, "%s: %s", index_path, why);
+    cJSON_Delete(root);
+    return RSSM_ERR_INPUT;
+  }
   const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
   if (!cJSON_IsObject(wm)) {
     rssm_fail(err, errlen,

@@ -96,10 +96,21 @@ static int set_key(int key, const char *v, ssm_config *c, char *err, size_t errl
     case K_NAME:
       if (strlen(v) >= SSM_NAME_MAX)
         return rssm_fail(err, errlen, "name= is longer than %d characters", SSM_NAME_MAX - 1);
+      /* the label prints as name=LABEL in the effective experiment: it must parse back */
+      for (const unsigned char *q = (const unsigned char *)v; *q; q++)
+        if (*q <= ' ' || *q == 0x7f || *q == '=')
+          return rssm_fail(err, errlen, "name=%s: a label has no spaces, control characters or "
+                           "'='", v);
       snprintf(c->name, sizeof c->name, "%s", v);
       return 0;
   }
   return rssm_fail(err, errlen, "internal error: key %d", key);
+}
+
+/* Bits of one element's code in format f (scales aside: nvfp4 and mxfp4 are both 4). */
+static double bits_per_element(const qformat *f) {
+  qlayout l;
+  return qlayout_of(f, 1, 64, &l) == 0 ? 8.0 * (double)l.code_bytes_per_row / 64.0 : 0.0;
 }
 
 /* The contradictions of section 6 and the ranges, given which keys were present. */
@@ -123,6 +134,13 @@ static int check(const ssm_config *c, const int *seen, char *err, size_t errlen)
     return rssm_fail(err, errlen, "hp= without lp=: split precision needs both checkpoints");
   if (seen[K_LP] && !seen[K_HP])
     return rssm_fail(err, errlen, "lp= without hp=: split precision needs both checkpoints");
+  if (c->split && bits_per_element(&c->hp) < bits_per_element(&c->lp)) {
+    char f1[64], f2[64];
+    qformat_to_string(&c->hp, f1, sizeof f1);
+    qformat_to_string(&c->lp, f2, sizeof f2);
+    return rssm_fail(err, errlen, "hp=%s is coarser than lp=%s (hp= is the high-precision "
+                     "checkpoint: expected at least as many bits per element as lp=)", f1, f2);
+  }
   if (c->gdn_u == SSM_GDN_U_CACHED && !c->split)
     return rssm_fail(err, errlen, "gdn_u=cached needs split precision (hp= and lp=)");
   if (c->L < 1) return rssm_fail(err, errlen, "L=%d: the replay window must be at least 1", c->L);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "src/io/json_strict.h"
 #include "src/io/status.h"
 #include "src/io/atomic_file.h"
 #include "src/tokens/bpe_internal.h"
@@ -275,6 +276,20 @@ static int load_model(loader *L, const cJSON *root) {
   t->tok_len = calloc(t->vocab, sizeof *t->tok_len);
   if (!t->tok_bytes || !t->tok_len) return oom(L);
 
+  /* two tokens with one id would decode that id as whichever came last */
+  const char **owner = calloc(t->vocab, sizeof *owner); /* [vocab] the token holding each id */
+  if (!owner) return oom(L);
+  cJSON_ArrayForEach(e, vocab) {
+    get_id(e, &id);
+    if (owner[id]) {
+      rc = fail(L, "model.vocab: \"%s\" and \"%s\" both have id %u (expected one token per id)",
+                owner[id], e->string, id);
+      free(owner);
+      return rc;
+    }
+    owner[id] = e->string;
+  }
+  free(owner);
   char *raw = NULL;
   size_t rawcap = 0;
   cJSON_ArrayForEach(e, vocab) {
@@ -427,8 +442,12 @@ int bpe_load(const char *path, bpe_tokenizer **out, char *err, size_t errlen) {
   snprintf(t->id, sizeof t->id, BPE_ID_PREFIX "%016llx",
            (unsigned long long)bpe_fnv1a64(buf, (size_t)len));
   cJSON *root = cJSON_ParseWithLength((const char *)buf, (size_t)len);
+  char why[512];
+  if (json_strict_check(root, (const char *)buf, (size_t)len, why, sizeof why))
+    rc = fail(&L, "%s", why);
+  else if (!cJSON_IsObject(root))
+    rc = fail(&L, "not a JSON object (expected a tokenizer.json)");
   free(buf);
-  if (!cJSON_IsObject(root)) rc = fail(&L, "not a JSON object (expected a tokenizer.json)");
   if (rc == RSSM_OK) rc = load_model(&L, root);
   if (rc == RSSM_OK) rc = load_normalizer(&L, root);
   if (rc == RSSM_OK) rc = load_pretokenizer(&L, root);

@@ -89,7 +89,7 @@ Test(experiment, other_errors_name_the_line) {
   expect_refused("model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
                  "[config a]\nspec = replay L=16 ckpt=fp32\n[config b]\nspec = replay L=8 ckpt=fp32\n"
                  "[config a]\nspec = replay L=4 ckpt=fp32\n",
-                 (const char *[]){at(10), "used twice", NULL});
+                 (const char *[]){at(9), "section repeated", "line 5", NULL});
   expect_refused("model = toy:gdn\ntokens = t.tok.zst\nsteps = 10\nsequences = 1\n"
                  "template = replay L={L} ckpt=nvfp4\nsweep.L = 4,8\nsweep.r = rtn,sr\n",
                  (const char *[]){at(7), "sweep.r is not used", NULL});

@@ -4,6 +4,9 @@
  *   RSSM_KILL_AT_WRITE=N   die just before the Nth such write
  *   RSSM_KILL_HALF=1       ... after writing the first half of it (a torn write)
  *   RSSM_KILL_COUNT=FILE   at a normal exit, write the number of such writes to FILE
+ *   RSSM_KILL_SIGNAL=S     at the Nth write raise signal S instead (SIGTERM, SIGINT: the run's
+ *                          handler notes it and the write goes ahead), so a signal arrives at a
+ *                          chosen point of a block without any timing
  * Built without the sanitizers (it only forwards calls). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,12 +18,14 @@
 #include <unistd.h>
 
 static long count, at = -1;
-static int half;
+static int half, sig = SIGKILL;
 
 __attribute__((constructor)) static void init(void) {
   const char *e = getenv("RSSM_KILL_AT_WRITE");
   if (e) at = atol(e);
   half = getenv("RSSM_KILL_HALF") != NULL;
+  const char *s = getenv("RSSM_KILL_SIGNAL");
+  if (s) sig = atoi(s);
 }
 
 __attribute__((destructor)) static void fini(void) {
@@ -47,6 +52,10 @@ typedef ssize_t (*write_fn)(int, const void *, size_t);
 
 static void maybe_die(int fd, const void *buf, size_t n, off_t off, int positioned) {
   if (!is_part(fd) || ++count != at) return;
+  if (sig != SIGKILL) {
+    raise(sig);
+    return;
+  }
   if (half && n > 1) {
     if (positioned) {
       pwrite_fn real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite64");

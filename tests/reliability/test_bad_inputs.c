@@ -209,6 +209,45 @@ static void p_exp_model(void) { good_tokens(); put("exp.ini", "model = nosuchmod
 static void p_exp_tokens(void) { put("exp.ini", "model = toy:gdn\ntokens = missing.tok.zst\nsequences = 1\nsteps = 8\nconfig = replay L=16 ckpt=fp32\n"); }
 static void p_exp_sweep(void) { good_tokens(); exp_with("template = replay L={L} ckpt=fp8\nsweep.L = 4,,8\n"); }
 
+/* strict inputs (issue 20): what a lenient reader took silently */
+static void p_cfg_dup(void) { good_model(); patch("config.json", "\"vocab_size\": ", "\"vocab_size\": 7, \"vocab_size\": "); }
+static void p_cfg_nan(void) { good_model(); patch("config.json", "\"rms_norm_eps\": 1e-06", "\"rms_norm_eps\": NaN"); }
+static void p_cfg_layer_type(void) { good_model(); patch("config.json", "\"linear_attention\"", "\"mamba\""); }
+/* a layer list one short of the checkpoint: the model would silently lose its last layer */
+static void p_cfg_short(void) {
+  good_model();
+  patch("config.json", "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 3");
+  patch("config.json", ",\n    \"linear_attention\"\n  ]", "\n  ]");
+}
+static void nested_json(const char *name) {
+  char text[2400];
+  size_t n = 0;
+  n += (size_t)snprintf(text, sizeof text, "{\"a\": ");
+  for (int i = 0; i < 1100; i++) text[n++] = '[';
+  for (int i = 0; i < 1100; i++) text[n++] = ']';
+  snprintf(text + n, sizeof text - n, "}\n");
+  put(name, text);
+}
+static void p_cfg_nested(void) { good_model(); nested_json("config.json"); }
+static void p_st_dup(void) { good_model(); patch_st_header("\"dtype\":\"BF16\"", "\"dtype\":\"BF16\",\"dtype\":\"BF16\""); }
+static void p_exp_dup_key(void) { good_tokens(); exp_with("steps = 20\nconfig = replay L=16 ckpt=fp32\n"); }
+static void p_exp_dup_section(void) { good_tokens(); exp_with("[config a]\nspec = replay L=4 ckpt=fp8\n[config a]\nspec = replay L=4 ckpt=fp16\n"); }
+static void p_exp_open_section(void) { good_tokens(); exp_with("[config a\nspec = replay L=4 ckpt=fp8\n"); }
+static void p_exp_label(void) { good_tokens(); exp_with("config = replay L=4 ckpt=fp8 name=x=y\n"); }
+static void p_text_empty(void) { put("e.txt", ""); }
+static void p_tokenizer_dup_id(void) {
+  char src[TPATH_MAX], dst[TPATH_MAX];
+  snprintf(src, sizeof src, "%s/tests/fixtures/tokenizers/behaviors/tokenizer.json", RSSM_SOURCE_DIR);
+  size_t n;
+  char *b = slurp(src, &n);
+  cr_assert(b, "cannot read %s", src);
+  cr_assert_eq(write_bytes(tpath(dst, dir, "tokenizer.json"), b, n), 0);
+  free(b);
+  patch("tokenizer.json", "\"1\": 19,", "\"1\": 18,");
+  put("a.txt", "some text\n");
+}
+static void p_tokenizer_nested(void) { nested_json("tokenizer.json"); put("a.txt", "some text\n"); }
+
 static void p_text(void) { put("a.txt", "some text\n"); }
 static void p_pg19(void) { put("a.txt", "x\n"); } /* dir has no metadata.csv */
 
@@ -264,6 +303,13 @@ static const bad_case cases[] = {
     {"cfg_type", p_cfg_string, {LOGITS}, {"@config.json", "vocab_size"}},
     /* found by fuzz_model_config: inf reached a conversion to int64 (UBSan) */
     {"cfg_infinite", p_cfg_rotary, {LOGITS}, {"@config.json", "partial_rotary_factor", "inf"}},
+    /* strict config.json and safetensors headers (issue 20) */
+    {"cfg_duplicate_key", p_cfg_dup, {LOGITS}, {"@config.json", "vocab_size", "twice"}},
+    {"cfg_nan", p_cfg_nan, {LOGITS}, {"@config.json", "rms_norm_eps", "finite"}},
+    {"cfg_layer_type", p_cfg_layer_type, {LOGITS}, {"@config.json", "layer_types[0]", "mamba"}},
+    {"cfg_layer_list_short", p_cfg_short, {LOGITS}, {"layers.3.", "layer 3", "3 layers"}},
+    {"cfg_nested", p_cfg_nested, {LOGITS}, {"@config.json", "nested 1101 levels"}},
+    {"st_duplicate_key", p_st_dup, {LOGITS}, {"@model.safetensors", "dtype", "twice"}},
     /* token streams */
     {"tok_magic", p_tok_magic, {RUNX}, {"@t.tok.zst", "magic"}},
     {"tok_header_crc", p_tok_hcrc, {RUNX}, {"@t.tok.zst", "header checksum"}},
@@ -281,6 +327,10 @@ static const bad_case cases[] = {
     {"exp_tokens", p_exp_tokens, {RUNX}, {"@exp.ini:2", "missing.tok.zst"}},
     {"exp_sweep", p_exp_sweep, {RUNX}, {"@exp.ini:6", "sweep.L"}},
     {"exp_missing", p_none, {RUNX}, {"@exp.ini"}},
+    {"exp_duplicate_key", p_exp_dup_key, {RUNX}, {"@exp.ini:5", "steps", "twice"}},
+    {"exp_duplicate_section", p_exp_dup_section, {RUNX}, {"@exp.ini:7", "repeated", "line 5"}},
+    {"exp_unterminated_section", p_exp_open_section, {RUNX}, {"@exp.ini:5", "closing ']'"}},
+    {"exp_label_equals", p_exp_label, {RUNX}, {"@exp.ini:5", "name=x=y"}},
     /* run arguments and configuration strings */
     {"run_config", p_exp_ok, {RUNX, "--config", "replay L=0 ckpt=fp8"}, {"--config", "L=0"}},
     {"run_config_format", p_exp_ok, {RUNX, "--config", "conventional state=fp8@7x"}, {"--config", "fp8@7x"}},
@@ -289,6 +339,11 @@ static const bad_case cases[] = {
     {"run_threads", p_exp_ok, {RUNX, "--threads", "0"}, {"--threads"}},
     {"run_steps", p_exp_ok, {RUNX, "--steps", "-3"}, {"--steps", "-3"}},
     {"run_option", p_exp_ok, {RUNX, "--fast"}, {"--fast"}},
+    {"run_label_equals", p_exp_ok, {RUNX, "--config", "replay L=4 ckpt=fp8 name=a=b"}, {"--config", "name=a=b"}},
+    {"run_hp_coarser", p_exp_ok, {RUNX, "--config", "replay L=4 hp=nvfp4 lp=fp8"}, {"--config", "coarser"}},
+    {"run_gdn_key_on_mamba2", p_exp_ok, {"run", "--model", "toy:mamba2", "--tokens", "@t.tok.zst", "--config", "replay L=4 hp=fp32 lp=nvfp4 gdn_u=cached", "--steps", "4", "--sequences", "1", "--out", "@o.h5"}, {"--config", "gdn_u", "toy:mamba2"}},
+    {"run_out_directory", p_exp_ok, {"run", "@exp.ini", "--out", "@", "--quiet"}, {"is a directory"}},
+    {"run_out_token_file", p_exp_ok, {"run", "@exp.ini", "--out", "@t.tok.zst", "--quiet", "--force"}, {"@t.tok.zst", "input"}},
     /* ssm-sim arguments and configuration strings */
     {"sim_kind", p_none, {"ssm-sim", "--kind", "lstm", "--config", "replay L=4 ckpt=fp8", "--out", "@s.h5"}, {"--kind", "lstm"}},
     {"sim_config", p_none, {SIM, "--config", "replay L=4 ckpt=fp8 hp=fp32", "--out", "@s.h5"}, {"--config"}},
@@ -307,6 +362,9 @@ static const bad_case cases[] = {
     {"tokens_pg19", p_pg19, {"tokens", "--out", "@t.tok.zst", "--pg19", "@"}, {"metadata.csv"}},
     {"tokens_split", p_text, {"tokens", "--out", "@t.tok.zst", "--pg19", "@", "--split", "dev"}, {"--split", "dev"}},
     {"tokens_no_out", p_text, {"tokens", "@a.txt"}, {"--out"}},
+    {"tokens_empty_text", p_text_empty, {"tokens", "--out", "@t.tok.zst", "@e.txt"}, {"@e.txt", "no text"}},
+    {"tokenizer_duplicate_id", p_tokenizer_dup_id, {"tokens", "--tokenizer", "@tokenizer.json", "--out", "@t.tok.zst", "@a.txt"}, {"@tokenizer.json", "id 18"}},
+    {"tokenizer_nested", p_tokenizer_nested, {"tokens", "--tokenizer", "@tokenizer.json", "--out", "@t.tok.zst", "@a.txt"}, {"@tokenizer.json", "nested"}},
     /* merge and summary */
     {"merge_not_h5", p_h5_text, {"merge", "@m.h5", "@fake.h5"}, {"@fake.h5"}},
     {"merge_not_run", p_h5_empty, {"merge", "@m.h5", "@empty.h5"}, {"@empty.h5"}},
@@ -375,3 +433,25 @@ ParameterizedTest(int *i, bad_inputs, matrix) { run_case(*i); }
 
 /* The matrix is as large as the issue asks. */
 Test(bad_inputs, size) { cr_assert_geq(NCASES, 30); }
+
+/* A tensor the model does not read outside its layers (real checkpoints carry vision towers and
+ * MTP heads) is a warning, not an error: one line naming it, and the command runs (issue 20). */
+Test(bad_inputs, unread_tensor_is_a_warning) {
+  dir = tdir_make();
+  cr_assert(dir);
+  good_model();
+  patch_st_header("{", "{\"mtp.extra.weight\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},");
+  char *e = NULL;
+  char out[TPATH_MAX], model[TPATH_MAX], toks[TPATH_MAX];
+  snprintf(model, sizeof model, "%s", dir);
+  tpath(toks, dir, "tokens.npy");
+  tpath(out, dir, "o.npy");
+  int st = run_captured(RSSM_BIN, dir, &e, NULL, "logits", "--model", model, "--tokens", toks,
+                        "--steps", "4", "--out", out, NULL);
+  cr_assert(e);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", WEXITSTATUS(st), e);
+  cr_assert(is_one_line(e) && strstr(e, "warning") && strstr(e, "mtp.extra.weight") &&
+            strstr(e, "1 checkpoint tensor is not read"), "'%s'", e);
+  free(e);
+  tdir_remove(dir);
+}
