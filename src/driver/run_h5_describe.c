@@ -24,6 +24,8 @@ static const ds_doc ROOT_DOCS[] = {
     {"tokens", "token id", "the window of each sequence: step t is fed tokens[:, t] and predicts "
      "tokens[:, t+1]", 2},
     {"window_start", "token index", "position of each window's first token in the token source", 1},
+    {"steps_written", "steps", "steps of each sequence written so far (all N: the file is "
+     "complete)", 1},
     {"reference/nll", "nats/token", "-ln p_ref(target) of the fp32 reference at each step", 2},
 };
 

@@ -69,8 +69,9 @@ def main():
         if text2 != text:
             print("FAIL: the re-run's stored experiment differs from the first's")
             ok = False
-        if len(d1) != 3 + 2 * 5:
-            print(f"FAIL: expected 13 datasets, got {len(d1)}")
+        # tokens, window_start, steps_written, reference/nll, and 5 per configuration
+        if len(d1) != 4 + 2 * 5:
+            print(f"FAIL: expected 14 datasets, got {len(d1)}")
             ok = False
     if not ok:
         sys.exit("test_rerun_paths: failed")
