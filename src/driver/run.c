@@ -374,6 +374,20 @@ static int engine_block(runner *r, int64_t b1, char *err, size_t errlen) {
   return rc;
 }
 
+/* Keys that apply only to some models: gdn_u=cached needs GDN layers. */
+static int check_model_keys(const experiment *e, const rssm_model *m, char *err, size_t errlen) {
+  char where[EXP_PATH_MAX + 32];
+  for (int c = 0; c < e->nconfig; c++)
+    if (e->configs[c].cfg.gdn_u == SSM_GDN_U_CACHED && m->gdn_layers == 0) {
+      experiment_where(e, e->configs[c].line, "--config", where, sizeof where);
+      snprintf(err, errlen, "%s: configuration '%s': gdn_u=cached applies to GDN layers, and "
+               "model %s has none (expected no gdn_u= key)", where, e->configs[c].cfg.name,
+               e->model);
+      return RSSM_ERR_INPUT;
+    }
+  return RSSM_OK;
+}
+
 static int setup(runner *r, const experiment *e, const run_options *o, char *err, size_t errlen) {
   char where[EXP_PATH_MAX + 32], m[1024];
   memset(r, 0, sizeof *r);
@@ -420,15 +434,10 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
     token_source_free(&src);
     return RSSM_ERR_INPUT;
   }
-  for (int c = 0; c < e->nconfig; c++)
-    if (e->configs[c].cfg.gdn_u == SSM_GDN_U_CACHED && r->m->gdn_layers == 0) {
-      experiment_where(e, e->configs[c].line, "--config", where, sizeof where);
-      snprintf(err, errlen, "%s: configuration '%s': gdn_u=cached applies to GDN layers, and "
-               "model %s has none (expected no gdn_u= key)", where, e->configs[c].cfg.name,
-               e->model);
-      token_source_free(&src);
-      return RSSM_ERR_INPUT;
-    }
+  if (check_model_keys(e, r->m, err, errlen) != RSSM_OK) {
+    token_source_free(&src);
+    return RSSM_ERR_INPUT;
+  }
   r->Tmax = 1;
   for (int c = 0; c < e->nconfig; c++)
     if (e->configs[c].cfg.strategy == SSM_SPEC && e->configs[c].cfg.T > r->Tmax)
