@@ -21,9 +21,9 @@ MODELS=(qwen35-gdn-tiny nemotronh-m2-tiny)
 
 start() {   # start NAME ARGS...: one replayssm run in the background, timed, logged
   local name=$1; shift
-  ( s=$(date +%s.%N); "$BIN" run "$@" --device cuda --quiet --out "$W/$name.h5" \
+  ( s=$SECONDS; "$BIN" run "$@" --device cuda --quiet --out "$W/$name.h5" \
       >"$W/logs/$name.log" 2>&1; rc=$?
-    echo "$name: exit $rc, $(echo "$(date +%s.%N) - $s" | bc) s" | tee -a "$W/logs/times.txt" ) &
+    echo "$name: exit $rc, $((SECONDS - s)) s" | tee -a "$W/logs/times.txt" ) &
 }
 for m in "${MODELS[@]}"; do
   start "kl-$m" experiments/paper_kl_vs_length.ini --model "models/$m" --steps "$STEPS_KL"

@@ -30,8 +30,9 @@ Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight deca
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fixed from the
 measured speed so that it ends at --train-seconds; batch 2 x 16384 tokens; grad-norm clip 1;
 seed fixed per model. transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
-GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 (checked
-against 64 on a random batch at the start: faster at these windows, same logits to ~1e-5).
+GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 when that is
+as close to the exact token-by-token recurrence as 64 (GdnChunk.check, at the start and again on
+the trained model; every evaluation number uses 64).
 Every --eval-every steps the held-out bits per byte on the quickstart's 4 windows (bf16 autocast)
 goes to the loss log.
 
