@@ -26,7 +26,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def normalise_model(path):
-    """'experiments/../models/qwen35-gdn-tiny' -> 'models/qwen35-gdn-tiny'; an absolute path
+    """'experiments/../data/models/qwen35-gdn-tiny' -> 'data/models/qwen35-gdn-tiny'; an absolute path
     inside the source tree becomes relative to it; anything else (toy:gdn) is kept."""
     if not path or ":" in path.split("/")[0]:
         return path

@@ -26,12 +26,12 @@ start() {   # start NAME ARGS...: one replayssm run in the background, timed, lo
     echo "$name: exit $rc, $((SECONDS - s)) s" | tee -a "$W/logs/times.txt" ) &
 }
 for m in "${MODELS[@]}"; do
-  start "kl-$m" experiments/paper_kl_vs_length.ini --model "models/$m" --steps "$STEPS_KL"
-  start "window-$m" experiments/paper_window_sweep.ini --model "models/$m"
-  start "rtnsr-$m" experiments/paper_rtn_vs_sr.ini --model "models/$m"
-  start "bpb2k-$m" --model "models/$m" --tokens data/moby-dick.tok.zst \
+  start "kl-$m" experiments/paper_kl_vs_length.ini --model "data/models/$m" --steps "$STEPS_KL"
+  start "window-$m" experiments/paper_window_sweep.ini --model "data/models/$m"
+  start "rtnsr-$m" experiments/paper_rtn_vs_sr.ini --model "data/models/$m"
+  start "bpb2k-$m" --model "data/models/$m" --tokens data/moby-dick.tok.zst \
     --config 'conventional state=fp32' --steps 2048 --sequences 4
-  start "bpb16k-$m" --model "models/$m" --tokens data/moby-dick.tok.zst \
+  start "bpb16k-$m" --model "data/models/$m" --tokens data/moby-dick.tok.zst \
     --config 'conventional state=fp32' --steps 16384 --sequences 2
 done
 wait

@@ -57,7 +57,7 @@ run() { # run SECONDS CMD...: log the command, its output and its exit status; n
 
 # 1. fixtures: replayssm, then transformers on the same model and K
 for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
-  run 120 "${E2E[@]}" --model "models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
+  run 120 "${E2E[@]}" --model "data/models/$m" --streams 16,64 --steps 64 --warmup 8 --gemm "$GEMM" \
     --micro on --profile on --transformers "$PY" --transformers-json "$OUT/hf_$m.json" \
     --out "$CSV"
 done

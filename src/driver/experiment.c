@@ -208,7 +208,7 @@ int experiment_add_config(experiment *e, const char *text, const char *label, in
   exp_config *x = &e->configs[e->nconfig];
   char why[256];
   if (ssm_config_parse(text, &x->cfg, why, sizeof why) != 0) {
-    snprintf(err, errlen, "bad configuration '%s': %s", text, why);
+    snprintf(err, errlen, "bad configuration '%.200s': %.200s", text, why);
     return RSSM_ERR_INPUT;
   }
   if (label) {

@@ -43,7 +43,7 @@ TestSuite(bench_e2e_cli, .init = setup, .fini = teardown);
 Test(bench_e2e_cli, no_device_is_one_line_and_exit_2) {
   if (getenv("RSSM_TEST_HAVE_GPU")) return; /* the GPU machine: the command would run */
   char *a1[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"e2e", (char *)"--model",
-                (char *)RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny", NULL};
+                (char *)RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny", NULL};
   expect_no_device(a1);
   char *a2[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"e2e", (char *)"--shape", (char *)"qwen3.5-4b", (char *)"--streams",
                 (char *)"64", NULL};

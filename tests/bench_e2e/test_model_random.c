@@ -13,8 +13,8 @@
 #include "src/model/model.h"
 #include "src/model/model_random.h"
 
-static const char *const fixtures[] = {RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny",
-                                       RSSM_SOURCE_DIR "/models/nemotronh-m2-tiny"};
+static const char *const fixtures[] = {RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny",
+                                       RSSM_SOURCE_DIR "/data/models/nemotronh-m2-tiny"};
 
 /* the arrays every model has, with their lengths: embed, final norm, lm_head, and per block the
  * pre-norm and its first input projection */

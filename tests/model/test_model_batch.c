@@ -2,7 +2,7 @@
  * single-state forward: several states of one model, under different configurations, advanced
  * together must give the same logits bit for bit as each state advanced alone, on the tiny
  * checkpoints of every family (tests/model/tiny_models.c), on the transformers fixtures
- * (tests/fixtures/) and on the trained models/qwen35-gdn-tiny. */
+ * (tests/fixtures/) and on the trained data/models/qwen35-gdn-tiny. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,13 +220,13 @@ Test(model_batch, transformers_fixtures) {
 
 /* The quickstart's model, and its decoder interface: step_many against step. */
 Test(model_batch, qwen35_gdn_tiny) {
-  const char *path = RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny";
-  cr_assert(is_dir(path), "models/qwen35-gdn-tiny is missing");
+  const char *path = RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny";
+  cr_assert(is_dir(path), "data/models/qwen35-gdn-tiny is missing");
   check_model_dir(path, "qwen35-gdn-tiny");
 }
 
 Test(model_batch, decoder_step_many) {
-  const char *path = RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny";
+  const char *path = RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny";
   rssm_model *m;
   char err[512];
   cr_assert_eq(hf_model_open(path, &m, err, sizeof err), RSSM_OK, "%s", err);
@@ -334,7 +334,7 @@ Test(model_batch, matvec_many_is_dot_f32) {
 
 /* Input checks name the state concerned and change nothing. */
 Test(model_batch, errors) {
-  const char *path = RSSM_SOURCE_DIR "/models/qwen35-gdn-tiny";
+  const char *path = RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny";
   model m, m2;
   char err[512];
   cr_assert_eq(model_load(path, &m, err, sizeof err), RSSM_OK, "%s", err);

@@ -3,13 +3,13 @@
 attention + SwiGLU, dense, untied or tied), written from the equations of
 shared/reference/hf-hybrid-architectures.md (A.3) with NumPy only: no transformers, no torch, no
 code shared with replayssm. It exists because the GPU run's transformers reference for
-models/qwen35-gdn-tiny was computed with bf16-rounded RoPE frequencies (docs/trained-models.md,
+data/models/qwen35-gdn-tiny was computed with bf16-rounded RoPE frequencies (docs/trained-models.md,
 "The RoPE buffer"); this script reproduces that stored reference when told to round the same way
 (--bf16-inv-freq), which validates it, and without that flag gives the reference the test uses.
 
-    python3 tests/trained/qwen35_reference.py models/qwen35-gdn-tiny --steps 512 \
-        --out models/qwen35-gdn-tiny/ref_logits.npy [--compare FILE.npy ...]
-    python3 tests/trained/qwen35_reference.py models/qwen35-gdn-tiny --bpb data/moby-dick.txt
+    python3 tests/trained/qwen35_reference.py data/models/qwen35-gdn-tiny --steps 512 \
+        --out data/models/qwen35-gdn-tiny/ref_logits.npy [--compare FILE.npy ...]
+    python3 tests/trained/qwen35_reference.py data/models/qwen35-gdn-tiny --bpb data/moby-dick.txt
 
 RoPE as transformers computes it when it loads a checkpoint: inv_freq = 1 / theta^(2i/rd) in
 fp32, angle = pos * inv_freq in fp32; everything else in float64. --bpb: bits per byte over the

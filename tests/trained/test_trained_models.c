@@ -1,4 +1,4 @@
-/* The trained byte-level fixture models (models/qwen35-gdn-tiny, models/nemotronh-m2-tiny;
+/* The trained byte-level fixture models (data/models/qwen35-gdn-tiny, data/models/nemotronh-m2-tiny;
  * docs/trained-models.md) decoded on the CPU by `replayssm logits` over the first 512 bytes of
  * Moby-Dick (each directory's tokens.npy) against the reference logits stored beside them
  * (ref_logits.npy, float32 [512][256]). At every step
@@ -21,7 +21,7 @@
 #include "src/io/npy.h"
 #include "tests/cli/cli_test_util.h"
 
-#define MODELS RSSM_SOURCE_DIR "/models"
+#define MODELS RSSM_SOURCE_DIR "/data/models"
 /* 10x the worst observed here on the models of 2026-12-01 (nemotronh-m2-tiny 5.0e-7,
  * qwen35-gdn-tiny 1.5e-6; the previous models 6.6e-7 and 1.1e-6); re-derive after retraining */
 #define TOL 1.5e-5
