@@ -877,7 +877,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--train-seconds", type=float, default=420)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--batch", type=int, default=BATCH, help="sequences of SEQ bytes a step")
+    ap.add_argument("--batch", type=int, default=4, help="sequences of SEQ bytes a step")
     ap.add_argument("--work", default="/tmp/rssm-train")
     ap.add_argument("--corpus", default=".corpus")
     ap.add_argument("--heldout", default="data/moby-dick.txt")
