@@ -33,6 +33,9 @@ def normalise_model(path):
     p = os.path.normpath(path)
     if os.path.isabs(p) and (p + os.sep).startswith(ROOT + os.sep):
         p = os.path.relpath(p, ROOT)
+    elif os.path.isabs(p) and "/data/models/" in p:
+        # recorded in another checkout (the GPU machine's): the same model of this tree
+        p = "data/models/" + p.split("/data/models/", 1)[1]
     return p
 
 
@@ -166,22 +169,29 @@ def _read_csv(path):
         raise rc.InputError(f"{path}: cannot read ({e.strerror})")
 
 
+# `replayssm summary`'s head: "PATH: K sequences x N steps ..., model M" on one line (before
+# 2026-12-01's issue 21), or "PATH: K sequences x N steps ..." and then "model M" on the next.
 SUMMARY_LINE = re.compile(r"^(?P<path>.*): (?P<K>\d+) sequences x (?P<N>\d+) steps"
-                          r".*?, model (?P<model>.+)$")
+                          r"(?:.*?, model (?P<model>.+))?")
+MODEL_LINE = re.compile(r"^model (?P<model>.+)$")
 
 
 def _summary_txt(path):
-    """(K, N, model) from the first line of `replayssm summary`'s output, None if unreadable."""
+    """(K, N, model) from the head of `replayssm summary`'s output, None if unreadable."""
     try:
         with open(path) as f:
             first = f.readline().strip()
+            second = f.readline().strip()
     except OSError:
         return None
     m = SUMMARY_LINE.match(first)
-    if not m:
-        raise rc.InputError(f"{path}: first line '{first[:80]}' is not 'PATH: K sequences x N "
-                            "steps ..., model MODEL' (replayssm summary)")
-    return int(m["K"]), int(m["N"]), m["model"].strip()
+    m2 = MODEL_LINE.match(second)
+    if not m or not (m["model"] or m2):
+        raise rc.InputError(f"{path}: head '{first[:80]}' is not 'PATH: K sequences x N steps ...' "
+                            "with ', model MODEL' or a line 'model MODEL' after it "
+                            "(replayssm summary)")
+    model = m["model"] if m["model"] else m2["model"]
+    return int(m["K"]), int(m["N"]), model.strip()
 
 
 def from_dir(d):

@@ -2,7 +2,7 @@
  * docs/trained-models.md) decoded on the CPU by `replayssm logits` over the first 512 bytes of
  * Moby-Dick (each directory's tokens.npy) against the reference logits stored beside them
  * (ref_logits.npy, float32 [512][256]). At every step
- *   max|ours - ref| / max|ref| <= 1.5e-5,
+ *   max|ours - ref| / max|ref| <= 2.5e-5,
  * and the bits per byte of the 511 predictions computed from our logits must agree with the same
  * number computed from the reference logits to 2.5e-7 (and be a trained model's: below 3).
  * The references are transformers' cached step-by-step decode in fp32 from the bf16 weights on the
@@ -22,9 +22,9 @@
 #include "tests/cli/cli_test_util.h"
 
 #define MODELS RSSM_SOURCE_DIR "/data/models"
-/* 10x the worst observed here on the models of 2026-12-01 (nemotronh-m2-tiny 5.0e-7,
- * qwen35-gdn-tiny 1.5e-6; the previous models 6.6e-7 and 1.1e-6); re-derive after retraining */
-#define TOL 1.5e-5
+/* 10x the worst observed here on the models of session 4, 2026-12-01 (nemotronh-m2-tiny 4.6e-7,
+ * qwen35-gdn-tiny 2.1e-6; session 3's models 5.0e-7 and 1.5e-6); re-derive after retraining */
+#define TOL 2.5e-5
 
 /* -log2 softmax(row)[target], in double */
 static double bits(const float *row, int64_t V, int64_t target) {
