@@ -65,7 +65,7 @@ int64_t conv_channels(const model_config *c, int kind) {
 
 struct mc_model {
   const model *cpu;
-  float *embed;      /* [V][H] */
+  float *embed;      /* [V][H]: the real vocabulary's rows only (model_config.h: V <= V_rows) */
   float *final_norm; /* [H] */
   void *lm_head;     /* [V][H] in the GEMM precision; == embed when tied and fp32 */
   mc_gemm_prec prec; /* GEMM weights and inputs: fp32, or bf16 with fp32 accumulation */
@@ -287,6 +287,9 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
     rssm_fail(err, errlen, "out of host memory");
   }
   if (rc == RSSM_OK) {
+    /* V is the real vocabulary (tokenizer.json; model_config.h): the first V rows of the host
+     * [V_rows][H] arrays are a prefix, the padding rows are left on the host, and the lm_head
+     * GEMM, the logits and every metric kernel see only V columns (SPEC section 5) */
     g->embed = upload(g, m->embed, V * H);
     g->final_norm = upload(g, m->final_norm, H);
     /* tied: the embedding itself in fp32; a bf16 copy of it for bf16 GEMMs */
