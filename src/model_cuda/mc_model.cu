@@ -868,7 +868,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                 b->cv, R, conv_dim, (int)c->m_kernel, s);
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
                                   w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
-                                  b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
+                                  b->pos_d, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
