@@ -191,11 +191,11 @@ static int load_inputs(const logits_args *a, token_source *tok, int64_t *N, mode
     return rc;
   }
   model_warn_unused(m, stderr);
-  const int64_t V = m->cfg.V;
+  const int64_t V = m->cfg.V; /* the real vocabulary (tokenizer.json), padding rows left out */
   for (int64_t i = 0; i < tok->n; i++)
     if (tok->ids[i] < 0 || tok->ids[i] >= V) {
       cli_error("logits", "%s: token[%" PRId64 "] = %" PRId64 " out of range (expected 0 <= id < "
-                "vocab_size %" PRId64 ")", a->tokens, i, tok->ids[i], V);
+                "vocab %" PRId64 ")", a->tokens, i, tok->ids[i], V);
       model_free(m);
       token_source_free(tok);
       return RSSM_ERR_INPUT;

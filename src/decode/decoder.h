@@ -57,7 +57,8 @@ typedef struct {
 
 struct rssm_model {
   const rssm_model_ops *ops;
-  int64_t vocab;          /* V: logits per position */
+  int64_t vocab;          /* V: logits per position, the real vocabulary (SPEC section 5) */
+  int64_t vocab_rows;     /* rows of the output layer, padding included (>= vocab) */
   char checksum[64];      /* identifies the weights in output files, e.g. "crc32:1a2b3c4d" */
   char description[256];  /* one line for the effective-experiment printout */
   int gdn_layers;         /* layers with a GDN state (keys such as gdn_u apply to them only) */

@@ -28,21 +28,34 @@ static uLong crc_bytes(uLong crc, const unsigned char *p, int64_t n) {
   return crc;
 }
 
-static int checksum(const char *dir, char *out, size_t outlen, char *err, size_t errlen) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  char path[4200];
-  snprintf(path, sizeof path, "%s/config.json", dir);
+/* crc32 of a whole file; a missing optional file leaves crc as it is */
+static int crc_file(uLong *crc, const char *path, int optional, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
+    if (optional) return RSSM_OK;
     snprintf(err, errlen, "%s: cannot open", path);
     return RSSM_ERR_INPUT;
   }
   unsigned char buf[65536];
   size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) crc = crc32(crc, buf, (uInt)got);
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) *crc = crc32(*crc, buf, (uInt)got);
   fclose(f);
+  return RSSM_OK;
+}
+
+/* config.json, then tokenizer.json when there is one (its size is the real vocabulary, so it
+ * changes the numbers: resume and merge must see a change), then the safetensors files. A
+ * checkpoint without a tokenizer.json keeps the digest it had before the tokenizer counted. */
+static int checksum(const char *dir, char *out, size_t outlen, char *err, size_t errlen) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  int rc = crc_file(&crc, path, 0, err, errlen);
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  if (rc == RSSM_OK) rc = crc_file(&crc, path, 1, err, errlen);
+  if (rc != RSSM_OK) return rc;
   st_archive ar;
-  int rc = st_open_dir(dir, &ar, err, errlen);
+  rc = st_open_dir(dir, &ar, err, errlen);
   if (rc != RSSM_OK) return rc;
   for (int i = 0; i < ar.nfiles; i++) crc = crc_bytes(crc, ar.files[i].map, ar.files[i].size);
   st_close(&ar);
@@ -264,7 +277,8 @@ int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
   }
   model_warn_unused(w, stderr);
   m->ops = &hf_model_ops;
-  m->vocab = w->cfg.V;
+  m->vocab = w->cfg.V; /* the real vocabulary: the forward makes only these logits */
+  m->vocab_rows = w->cfg.V_rows;
   m->impl = w;
   int nm = 0, ng = 0, na = 0, nf = 0;
   for (int i = 0; i < w->nblocks; i++) {
@@ -275,10 +289,13 @@ int hf_model_open(const char *dir, rssm_model **out, char *err, size_t errlen) {
     else nf++;
   }
   m->gdn_layers = ng;
+  char pad[64] = "";
+  if (w->cfg.V_rows > w->cfg.V)
+    snprintf(pad, sizeof pad, " (of %" PRId64 " output rows)", w->cfg.V_rows);
   snprintf(m->description, sizeof m->description,
-           "%s (%s): H=%" PRId64 " V=%" PRId64 ", %" PRId64 " layers: %d GDN, %d Mamba-2, %d "
+           "%s (%s): H=%" PRId64 " V=%" PRId64 "%s, %" PRId64 " layers: %d GDN, %d Mamba-2, %d "
            "attention, %d MLP/MoE blocks; %.1fM parameters in fp32",
-           dir, w->cfg.model_type, w->cfg.H, w->cfg.V, w->cfg.nlayers, ng, nm, na, nf,
+           dir, w->cfg.model_type, w->cfg.H, w->cfg.V, pad, w->cfg.nlayers, ng, nm, na, nf,
            (double)w->n_params / 1e6);
   *out = m;
   return RSSM_OK;

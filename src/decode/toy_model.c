@@ -463,6 +463,7 @@ int toy_model_open(const char *name, rssm_model **out, char *err, size_t errlen)
   }
   m->ops = &toy_model_ops;
   m->vocab = TOY_V;
+  m->vocab_rows = TOY_V;
   m->gdn_layers = kind == SSM_GDN ? TOY_LAYERS : 0;
   m->impl = w;
   /* the weights are a few hundred kB: one crc32 call suffices */

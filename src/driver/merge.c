@@ -12,6 +12,7 @@ static int same_run(const run_data *a, const run_data *b, const char **what) {
   /* by content, not by path: shards may run on machines that mount the data elsewhere */
   if (strcmp(a->model_checksum, b->model_checksum)) *what = "model_checksum";
   else if (strcmp(a->tokens_checksum, b->tokens_checksum)) *what = "tokens_checksum";
+  else if (a->vocab != b->vocab || a->vocab_rows != b->vocab_rows) *what = "vocab";
   else if (a->seed != b->seed) *what = "seed";
   else if (a->N != b->N) *what = "steps";
   else if (a->sequences != b->sequences) *what = "sequences";
@@ -105,6 +106,8 @@ int merge_shards(const run_data *shards, const char *const *paths, int n, run_da
   memcpy(out->reference, a->reference, sizeof out->reference);
   out->experiment = strdup(a->experiment);
   out->seed = a->seed;
+  out->vocab = a->vocab;
+  out->vocab_rows = a->vocab_rows;
   out->sequences = a->sequences;
   out->offset = 0;
   snprintf(out->shard, sizeof out->shard, "0/1");

@@ -465,6 +465,8 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   snprintf(d->commit, sizeof d->commit, "%s", RSSM_GIT_COMMIT);
   snprintf(d->model, sizeof d->model, "%s", e->model);
   snprintf(d->model_checksum, sizeof d->model_checksum, "%s", r->m->checksum);
+  d->vocab = r->m->vocab;
+  d->vocab_rows = r->m->vocab_rows;
   snprintf(d->tokens_path, sizeof d->tokens_path, "%s", e->tokens);
   snprintf(d->tokens_checksum, sizeof d->tokens_checksum, "crc32:%08x", src.crc);
   snprintf(d->tokenizer, sizeof d->tokenizer, "%s", src.tokenizer);

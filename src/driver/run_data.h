@@ -28,6 +28,8 @@ typedef struct {
   int64_t sequences;        /* in the whole run (all shards) */
   int64_t offset;           /* global index of row 0 */
   int64_t K;                /* rows here */
+  int64_t vocab;            /* the real vocabulary: logits the metrics are over (0: older file) */
+  int64_t vocab_rows;       /* the output layer's rows, padding included (0: older file) */
   char shard[32];           /* "I/N"; "0/1" for a whole run */
   char *identity;           /* identity text (run_identity.h; malloc'ed), NULL: a file older
                              * than file states */

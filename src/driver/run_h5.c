@@ -127,6 +127,10 @@ run_h5 *run_h5_create(const char *path, const run_data *d, char *err, size_t err
   rc |= h5_attr_str(f, "commit", d->commit);
   rc |= h5_attr_str(f, "model", d->model);
   rc |= h5_attr_str(f, "model_checksum", d->model_checksum);
+  if (d->vocab > 0) { /* a merge of files older than these attributes has none to write */
+    rc |= h5_attr_num(f, "vocab", H5T_NATIVE_INT64, &d->vocab);
+    rc |= h5_attr_num(f, "vocab_rows", H5T_NATIVE_INT64, &d->vocab_rows);
+  }
   rc |= h5_attr_str(f, "tokens", d->tokens_path);
   rc |= h5_attr_str(f, "tokens_checksum", d->tokens_checksum);
   rc |= h5_attr_str(f, "tokenizer", d->tokenizer);
@@ -388,6 +392,11 @@ int run_h5_read(const char *path, run_data *d, char *err, size_t errlen) {
         read_attr_str(f, "experiment", NULL, 0, &d->experiment) ||
         read_attr_num(f, "seed", H5T_NATIVE_UINT64, &d->seed))
       what = "root attributes (version, commit, model, tokens, seed, reference, shard, experiment)";
+    else if (H5Aexists(f, "vocab") > 0 &&
+             (read_attr_num(f, "vocab", H5T_NATIVE_INT64, &d->vocab) ||
+              read_attr_num(f, "vocab_rows", H5T_NATIVE_INT64, &d->vocab_rows) ||
+              d->vocab < 1 || d->vocab_rows < d->vocab))
+      what = "root attributes vocab and vocab_rows (expected 1 <= vocab <= vocab_rows)";
     else if (read_ds(f, "tokens", H5T_NATIVE_INT32, K, N + 1, d->tokens))
       what = "dataset /tokens";
     else if (read_ds(f, "window_start", H5T_NATIVE_INT64, K, 0, d->window_start))

@@ -1,7 +1,9 @@
 /* The run file (SPEC section 7), readable with h5py alone:
  *   root attributes: tool, version, commit, model, model_checksum, tokens, tokens_checksum,
  *     tokenizer, seed (uint64), steps, sequences (the whole run), sequence_offset (row 0's global
- *     index), shard ("I/N"), reference (canonical string), experiment (effective INI text)
+ *     index), shard ("I/N"), reference (canonical string), experiment (effective INI text),
+ *     vocab and vocab_rows (int64: the real vocabulary the metrics are over, and the output
+ *     layer's rows with padding; absent in files written before them)
  *   /tokens int32 [K, N+1]; /window_start int64 [K]; /reference/nll float32 [K, N]
  *     (/reference has attributes spec and name)
  *   /configs/NAME/ (attributes spec, name; NAME = label with '/' -> '_'; created in order):

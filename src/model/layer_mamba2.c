@@ -63,7 +63,7 @@ static int mamba2_state(model_state *s, const model_block_w *b, block_state *bs,
     memcpy(Bm + t * d.G * d.N, c + d.d_inner, (size_t)(d.G * d.N) * sizeof(float));
     memcpy(Cm + t * d.G * d.N, c + d.d_inner + d.G * d.N, (size_t)(d.G * d.N) * sizeof(float));
     for (int64_t h = 0; h < d.Hm; h++) {
-      float delta = rssm_dt_clamp(softplus_f(dt[h] + w->dt_bias[h]), lo, hi);
+      float delta = rssm_dt_limit_at(softplus_f(dt[h] + w->dt_bias[h]), s->pos + t, lo, hi);
       float A = -expf(w->A_log[h]);
       alpha[t * d.Hm + h] = expf(delta * A);
       for (int64_t p = 0; p < d.P; p++)

@@ -92,9 +92,9 @@ typedef struct {
 typedef struct {
   model_config cfg;
   char dir[4096];
-  float *embed;       /* [V][H] */
+  float *embed;       /* [V_rows][H]: rows V .. V_rows-1 are padding, never read */
   float *final_norm;  /* [H] */
-  float *lm_head;     /* [V][H]; == embed when tied */
+  float *lm_head;     /* [V_rows][H]; == embed when tied; only rows < V make logits */
   int nblocks;
   model_block_w *blocks; /* [nblocks] */
   int n_ssm, n_attn;

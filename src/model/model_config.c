@@ -578,6 +578,9 @@ int model_config_load(const char *dir, model_config *c, char *err, size_t errlen
     rc = RSSM_ERR_INPUT;
   }
   cJSON_Delete(root);
+  /* vocab_size counts the rows of embed and lm_head; the tokenizer says how many are real */
+  c->V_rows = c->V;
+  if (rc == RSSM_OK) rc = model_real_vocab(dir, c->V_rows, &c->V, err, errlen);
   if (rc != RSSM_OK) model_config_free(c);
   return rc;
 }

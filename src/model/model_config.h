@@ -43,7 +43,11 @@ typedef struct {
   model_family family;
   int text_wrapped;         /* 1: released qwen3_5(_moe) layout (text_config) */
 
-  int64_t H, V, nlayers;
+  int64_t H, nlayers;
+  /* V: the real vocabulary (logits per position; tokenizer.json's ids, model_real_vocab) and
+   * V_rows: the rows of the embedding and lm_head (config.json's vocab_size). V <= V_rows; rows
+   * V .. V_rows-1 are padding, never read (SPEC section 5: softmax over the real vocabulary). */
+  int64_t V, V_rows;
   int tie_embeddings;
   double eps;
   int norm_plus_one;        /* Qwen: block, final and q/k norms are (1+w) */
@@ -73,6 +77,13 @@ typedef struct {
  * model_type, inconsistent sizes) or RSSM_ERR_IO, with a one-line message in err. */
 int model_config_load(const char *dir, model_config *c, char *err, size_t errlen);
 void model_config_free(model_config *c);
+
+/* The real vocabulary of the checkpoint in dir: with dir/tokenizer.json, one past the largest id
+ * of its model.vocab (an object token -> id, or Unigram's list, whose ids are the positions) and
+ * added_tokens; without one, rows (no padding). A malformed tokenizer.json, or one with more ids
+ * than rows (config.json's vocab_size), is RSSM_ERR_INPUT with one line naming the file and the
+ * field (model_vocab.c). */
+int model_real_vocab(const char *dir, int64_t rows, int64_t *real, char *err, size_t errlen);
 
 /* Exposed for tests: replace bare Infinity / -Infinity / NaN outside strings (as Python's json
  * writes them) by numbers cJSON can parse (+-1e999 overflow to +-inf; NaN becomes null). Returns

@@ -405,7 +405,8 @@ int model_load(const char *dir, model *m, char *err, size_t errlen) {
     return RSSM_ERR_IO;
   }
   snprintf(name, sizeof name, "%s%s", L.prefix, emb_name);
-  int64_t vh[2] = {c->V, c->H};
+  /* vocab_size rows, padding included (only the first V are ever read) */
+  int64_t vh[2] = {c->V_rows, c->H};
   m->embed = load_exact(&L, name, 2, vh);
   int64_t h1[1] = {c->H};
   snprintf(name, sizeof name, "%s%s", L.prefix,

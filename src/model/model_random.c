@@ -332,6 +332,8 @@ int model_random_build(const char *config_dir, uint64_t seed, int threads, model
   planner P;
   memset(&P, 0, sizeof P);
   P.seed = seed;
+  /* V rows: the rows a forward reads (with a tokenizer.json beside config.json, V < V_rows and
+   * the padding rows are simply not built) */
   m->embed = mat(&P, c->V, c->H);
   m->final_norm = c->norm_plus_one ? zeros(&P, c->H) : ones(&P, c->H);
   m->lm_head = c->tie_embeddings ? m->embed : mat(&P, c->V, c->H);

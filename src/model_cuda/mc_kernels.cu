@@ -124,13 +124,14 @@ __global__ void mul_silu_kernel(float *y /* [R][n] */, const float *z /* [R][ldz
 __global__ void mamba2_prep_kernel(const float *zx, int64_t in_rows, int64_t dt_off,
                                    const float *cv, int64_t conv_dim, const float *A_log,
                                    const float *dt_bias, float dt_lo, float dt_hi,
-                                   float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */, int R,
-                                   int Hm, int P) {
+                                   const int *pos /* [R] */, float *alpha /* [R][Hm] */,
+                                   float *v /* [R][Hm][P] */, int R, int Hm, int P) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= (int64_t)R * Hm) return;
   const int64_t r = i / Hm;
   const int h = (int)(i % Hm);
-  float delta = rssm_dt_clamp(softplus(zx[r * in_rows + dt_off + h] + dt_bias[h]), dt_lo, dt_hi);
+  float delta =
+      rssm_dt_limit_at(softplus(zx[r * in_rows + dt_off + h] + dt_bias[h]), pos[r], dt_lo, dt_hi);
   float A = -expf(A_log[h]);
   alpha[i] = expf(delta * A);
   const int64_t d_inner = (int64_t)Hm * P;
@@ -292,13 +293,13 @@ int mc_mul_silu(float *y, const float *z, int64_t ldz, int R, int64_t n, void *s
 
 int mc_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
                    int64_t conv_dim, const float *A_log, const float *dt_bias, float dt_lo,
-                   float dt_hi, float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P,
-                   int G, int N, void *stream) {
+                   float dt_hi, const int *pos, float *alpha, float *v, float *Bm, float *Cm, int R,
+                   int Hm, int P, int G, int N, void *stream) {
   if (R < 1) return 0;
   const int64_t d_inner = (int64_t)Hm * P, gn = (int64_t)G * N;
   mamba2_prep_kernel<<<blocks_for((int64_t)R * Hm, EW_THREADS), EW_THREADS, 0,
                        as_stream(stream)>>>(zx, in_rows, dt_off, cv, conv_dim, A_log, dt_bias,
-                                            dt_lo, dt_hi, alpha, v, R, Hm, P);
+                                            dt_lo, dt_hi, pos, alpha, v, R, Hm, P);
   if (launch_ok() != 0) return -1;
   if (mc_copy_rows(cv + d_inner, conv_dim, Bm, gn, R, gn, stream) != 0) return -1;
   return mc_copy_rows(cv + d_inner + gn, conv_dim, Cm, gn, R, gn, stream);

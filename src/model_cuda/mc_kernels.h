@@ -54,13 +54,16 @@ int mc_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ld
                 int64_t n, void *stream);
 
 /* Mamba-2 engine inputs from zx [R][in_rows] (z | xBC | dt) and the conv output cv [R][conv_dim]
- * (x | B | C): delta = softplus(dt + dt_bias) clamped to [dt_lo, dt_hi] (src/model/dt_clamp.h;
- * [0, inf]: no clamp), alpha = expf(delta * -expf(A_log)),
+ * (x | B | C): delta = softplus(dt + dt_bias), clamped to [dt_lo, dt_hi] in the rows whose
+ * position pos[r] (device memory) is the prompt's (src/model/dt_clamp.h, rssm_dt_limit_at; read
+ * from memory so that a captured CUDA graph sees each step's positions; [0, inf]: no clamp),
+ * alpha = expf(delta * -expf(A_log)),
  * v = delta * x [R][Hm][P], Bm, Cm [R][G][N] copies. */
 int mc_mamba2_prep(const float *zx /* [R][in_rows] */, int64_t in_rows, int64_t dt_off,
                    const float *cv /* [R][conv_dim] */, int64_t conv_dim,
                    const float *A_log /* [Hm] */, const float *dt_bias /* [Hm] */, float dt_lo,
-                   float dt_hi, float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
+                   float dt_hi, const int *pos /* [R] */, float *alpha /* [R][Hm] */,
+                   float *v /* [R][Hm][P] */,
                    float *Bm /* [R][G][N] */, float *Cm /* [R][G][N] */, int R, int Hm, int P,
                    int G, int N, void *stream);
 

@@ -65,7 +65,7 @@ int64_t conv_channels(const model_config *c, int kind) {
 
 struct mc_model {
   const model *cpu;
-  float *embed;      /* [V][H] */
+  float *embed;      /* [V][H]: the real vocabulary's rows only (model_config.h: V <= V_rows) */
   float *final_norm; /* [H] */
   void *lm_head;     /* [V][H] in the GEMM precision; == embed when tied and fp32 */
   mc_gemm_prec prec; /* GEMM weights and inputs: fp32, or bf16 with fp32 accumulation */
@@ -287,6 +287,9 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
     rssm_fail(err, errlen, "out of host memory");
   }
   if (rc == RSSM_OK) {
+    /* V is the real vocabulary (tokenizer.json; model_config.h): the first V rows of the host
+     * [V_rows][H] arrays are a prefix, the padding rows are left on the host, and the lm_head
+     * GEMM, the logits and every metric kernel see only V columns (SPEC section 5) */
     g->embed = upload(g, m->embed, V * H);
     g->final_norm = upload(g, m->final_norm, H);
     /* tied: the embedding itself in fp32; a bf16 copy of it for bf16 GEMMs */
@@ -865,7 +868,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                 b->cv, R, conv_dim, (int)c->m_kernel, s);
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
                                   w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
-                                  b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
+                                  b->pos_d, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {

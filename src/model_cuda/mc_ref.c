@@ -82,7 +82,8 @@ void mc_ref_mul_silu(float *y, const float *z, int64_t ldz, int R, int64_t n) {
 
 void mc_ref_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
                         int64_t conv_dim, const float *A_log, const float *dt_bias, float dt_lo,
-                        float dt_hi, float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P, int G, int N) {
+                        float dt_hi, const int *pos, float *alpha, float *v, float *Bm, float *Cm,
+                        int R, int Hm, int P, int G, int N) {
   const int64_t d_inner = (int64_t)Hm * P, gn = (int64_t)G * N;
   for (int r = 0; r < R; r++) {
     const float *c = cv + r * conv_dim;           /* [conv_dim]: x | B | C */
@@ -90,7 +91,7 @@ void mc_ref_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const 
     memcpy(Bm + r * gn, c + d_inner, (size_t)gn * sizeof(float));
     memcpy(Cm + r * gn, c + d_inner + gn, (size_t)gn * sizeof(float));
     for (int h = 0; h < Hm; h++) {
-      float delta = rssm_dt_clamp(softplus_f(dt[h] + dt_bias[h]), dt_lo, dt_hi);
+      float delta = rssm_dt_limit_at(softplus_f(dt[h] + dt_bias[h]), pos[r], dt_lo, dt_hi);
       float A = -expf(A_log[h]);
       alpha[r * Hm + h] = expf(delta * A);
       for (int p = 0; p < P; p++) v[r * d_inner + h * P + p] = delta * c[h * P + p];

@@ -27,8 +27,8 @@ void mc_ref_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64
                      int64_t n);
 void mc_ref_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
                         int64_t conv_dim, const float *A_log, const float *dt_bias, float dt_lo,
-                        float dt_hi, float *alpha, float *v, float *Bm, float *Cm, int R, int Hm, int P, int G,
-                        int N);
+                        float dt_hi, const int *pos /* [R] */, float *alpha, float *v, float *Bm,
+                        float *Cm, int R, int Hm, int P, int G, int N);
 void mc_ref_mamba2_gate(const float *o, const float *cv, int64_t conv_dim, const float *zx,
                         int64_t in_rows, const float *D, float *t, int R, int Hm, int P);
 void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,

@@ -223,12 +223,17 @@ static void check_mamba2() {
   std::vector<float> al((size_t)(R * Hm)), v((size_t)(R * di)), Bm((size_t)(R * G * N)), Cm(Bm.size());
   auto alr = al, vr = v, Bmr = Bm, Cmr = Cm;
   float *dal = dev(al), *dv_ = dev(v), *dB = dev(Bm), *dC = dev(Cm);
-  /* a time_step_limit that binds on both sides (softplus of these inputs spans ~0.05..3) */
-  if (mc_mamba2_prep(dzx, in_rows, di + conv_dim, dcv, conv_dim, dA, ddt, 0.3f, 2.5f, dal, dv_, dB,
-                     dC, R, Hm, P, G, N, 0) != 0)
+  /* a time_step_limit that binds on both sides (softplus of these inputs spans ~0.05..3), in the
+     rows at position 0 (the prompt: clamped) and not in the row at position 4 (decode) */
+  const std::vector<int> pos = {0, 4, 0};
+  int *dpos = dev(pos);
+  if (mc_mamba2_prep(dzx, in_rows, di + conv_dim, dcv, conv_dim, dA, ddt, 0.3f, 2.5f, dpos, dal,
+                     dv_, dB, dC, R, Hm, P, G, N, 0) != 0)
     g_fail++;
   mc_ref_mamba2_prep(zx.data(), in_rows, di + conv_dim, cv.data(), conv_dim, A.data(), dtb.data(),
-                     0.3f, 2.5f, alr.data(), vr.data(), Bmr.data(), Cmr.data(), R, Hm, P, G, N);
+                     0.3f, 2.5f, pos.data(), alr.data(), vr.data(), Bmr.data(), Cmr.data(), R, Hm,
+                     P, G, N);
+  cudaFree(dpos);
   close_to("mamba2_prep alpha", host(dal, al.size()), alr, 2e-5, 0.0);
   close_to("mamba2_prep v = delta x", host(dv_, v.size()), vr, 1e-6, 0.0);
   exact("mamba2_prep B", host(dB, Bm.size()), Bmr);

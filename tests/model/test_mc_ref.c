@@ -125,8 +125,10 @@ static void check_mamba2(int bi) {
   float *rC = alloc_f(G * N), *t = alloc_f(di), *zeroD = alloc_f(Hm);
   mc_ref_conv_step(win, zx + di, in_rows, w->conv_w, w->conv_b, out, 1, C, (int)K);
   same(out, cv, C, "mamba2 conv", bi);
+  const int pos[1] = {(int)s.pos}; /* the layer's position in this forward */
   mc_ref_mamba2_prep(zx, in_rows, di + C, cv, C, w->A_log, w->dt_bias, (float)c->dt_limit_lo,
-                     (float)c->dt_limit_hi, ra, rv, rB, rC, 1, (int)Hm, (int)P, (int)G, (int)N);
+                     (float)c->dt_limit_hi, pos, ra, rv, rB, rC, 1, (int)Hm, (int)P, (int)G,
+                     (int)N);
   same(ra, al, Hm, "mamba2 alpha", bi);
   same(rv, v, di, "mamba2 v", bi);
   same(rB, Bm, G * N, "mamba2 B", bi);

@@ -271,7 +271,7 @@ Test(model_errors, token_out_of_vocab, .init = setup, .fini = teardown) {
   char p[TPATH_MAX];
   int32_t tok[3] = {1, 80, 2}; /* vocab is 80 */
   cr_assert_eq(write_tokens_i32(tpath(p, dir, "bad_tokens.npy"), tok, 3), 0);
-  const char *n[] = {"bad_tokens.npy", "token[1] = 80", "vocab_size 80", NULL};
+  const char *n[] = {"bad_tokens.npy", "token[1] = 80", "vocab 80", NULL};
   expect_fail("bad_tokens.npy", n);
 }
 

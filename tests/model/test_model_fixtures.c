@@ -1,7 +1,7 @@
 /* Golden logits from transformers (scripts/make_fixtures.py, run on a machine with torch):
  * for every directory under tests/fixtures/ that holds ref_logits.npy, run `replayssm logits` on
  * its config.json + model.safetensors + tokens.npy and require at every step
- *   max|ours - theirs| / max|theirs| <= 8e-5.
+ *   max|ours - theirs| / max|theirs| <= 8e-5 (a fixture of its own tolerance: 1.2e-5).
  * tests/fixtures/MANIFEST (written by make_fixtures.py) lists the fixture directories that must
  * exist: a listed directory without ref_logits.npy fails, and once a MANIFEST exists a
  * tests/fixtures/ with no fixture at all fails (it no longer passes silently). Before the
@@ -20,6 +20,14 @@
 #define FIXTURES RSSM_SOURCE_DIR "/tests/fixtures"
 /* 10x the worst observed here: 1.0e-6..8.1e-6 over the six fixtures, reference and spec */
 #define TOL 8e-5
+
+/* nemotron_h_dtlimit (a time_step_limit that binds) has its own: observed 1.02e-6 (reference) and
+ * 1.19e-6 (spec), 10x that; clamping every position instead of the prompt's (the contract before,
+ * docs/contract.md "Mamba-2 dt limit") gave 6.6e-3 from step 1 on, 3.6e-1 at worst. */
+static double tol_for(const char *fx) {
+  const char *name = strrchr(fx, '/');
+  return name && strcmp(name + 1, "nemotron_h_dtlimit") == 0 ? 1.2e-5 : TOL;
+}
 
 static int is_dir(const char *p) {
   struct stat st;
@@ -61,6 +69,7 @@ static int check_one(const char *fx, const char *tmpdir, const char *config) {
   }
   cr_expect_eq(ours.shape.dim[1], theirs.shape.dim[1], "%s: vocab differs", fx);
   const int64_t N = theirs.shape.dim[0], V = theirs.shape.dim[1];
+  const double tol = tol_for(fx);
   int bad = 0;
   double worst = 0;
   for (int64_t t = 0; t < N && ours.shape.dim[1] == V; t++) {
@@ -73,10 +82,10 @@ static int check_one(const char *fx, const char *tmpdir, const char *config) {
     }
     double rel = mx > 0 ? md / mx : md;
     if (!(rel <= worst)) worst = rel;
-    if (!(rel <= TOL)) {
+    if (!(rel <= tol)) {
       if (bad < 5)
         cr_expect_fail("%s [%s]: step %lld: max|ours - theirs| / max|theirs| = %.3g (tolerance "
-                       "%g)", fx, config ? config : "reference", (long long)t, rel, TOL);
+                       "%g)", fx, config ? config : "reference", (long long)t, rel, tol);
       bad++;
     }
   }

@@ -246,10 +246,12 @@ Test(model_forward, tok_zst_tokens, .init = setup, .fini = teardown, .timeout = 
   tt_free(&l);
 }
 
-/* config.json's time_step_limit clamps the Mamba-2 dt (transformers' and mamba_ssm's dt_limit;
- * the torch fallback's time_step_min floor is this clamp with lo = time_step_min). A limit that
- * binds on both sides: the runtime follows the double reference with the clamp, and the clamp
- * visibly changes the logits (so the check exercises it). */
+/* config.json's time_step_limit clamps the Mamba-2 dt at position 0 (the reference's prompt,
+ * processed by the chunked scan that takes dt_limit) and not in single-token decode (mamba_ssm's
+ * selective_state_update takes no limit; docs/contract.md, "Mamba-2 dt limit"). A limit that binds
+ * on both sides: the runtime follows the double reference that clamps position 0 only, the clamp
+ * visibly changes the logits (so the check exercises it), and a reference that clamps every
+ * position is far off (so the check tells the two contracts apart). */
 Test(model_forward, nemotron_h_dt_limit, .init = setup, .fini = teardown, .timeout = 300) {
   tt_list l;
   char cfg[8192];
@@ -258,14 +260,19 @@ Test(model_forward, nemotron_h_dt_limit, .init = setup, .fini = teardown, .timeo
   make_tokens(tok, NTOK, V, 5);
   double *free_ref = malloc(sizeof(double) * NTOK * (size_t)V);
   double *ref = malloc(sizeof(double) * NTOK * (size_t)V);
-  cr_assert(free_ref && ref);
+  double *every = malloc(sizeof(double) * NTOK * (size_t)V);
+  cr_assert(free_ref && ref && every);
   tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
   tiny_reference(TINY_NEMOTRON_H, &l, tok, NTOK, free_ref);
   tt_free(&l);
-  tiny_set_dt_limit(0.5, 1.5);
+  tiny_set_dt_limit(0.5, 1.5, 1);
+  tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
+  tiny_reference(TINY_NEMOTRON_H, &l, tok, NTOK, every);
+  tt_free(&l);
+  tiny_set_dt_limit(0.5, 1.5, 0);
   tiny_build(TINY_NEMOTRON_H, &l, cfg, sizeof cfg);
   tiny_reference(TINY_NEMOTRON_H, &l, tok, NTOK, ref);
-  tiny_set_dt_limit(0.0, INFINITY);
+  tiny_set_dt_limit(0.0, INFINITY, 0);
   cr_assert(strstr(cfg, "\"time_step_limit\": [0.5, 1.5]"), "%s", cfg);
   cr_assert_eq(tiny_write(dir, &l, cfg), 0);
   char p[TPATH_MAX], out[TPATH_MAX], err[512];
@@ -273,20 +280,27 @@ Test(model_forward, nemotron_h_dt_limit, .init = setup, .fini = teardown, .timeo
   cr_assert_eq(run_logits(tpath(out, dir, "logits.npy"), NULL, NULL), 0);
   npy_f32 got;
   cr_assert_eq(npy_load_f32(out, &got, err, sizeof err), 0, "%s", err);
-  double worst = 0, moved = 0;
+  double worst = 0, moved = 0, apart = 0;
   for (int t = 0; t < NTOK; t++) {
     worst = fmax(worst, rel_err(got.data + t * V, ref + t * V, V));
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < V; i++)
-      num = fmax(num, fabs(ref[t * V + i] - free_ref[t * V + i])), den = fmax(den, fabs(free_ref[t * V + i]));
+    double num = 0, den = 0, num_e = 0;
+    for (int64_t i = 0; i < V; i++) {
+      num = fmax(num, fabs(ref[t * V + i] - free_ref[t * V + i]));
+      num_e = fmax(num_e, fabs(ref[t * V + i] - every[t * V + i]));
+      den = fmax(den, fabs(free_ref[t * V + i]));
+    }
     moved = fmax(moved, num / den);
+    apart = fmax(apart, num_e / den);
   }
-  fprintf(stderr, "dt limit [0.5, 1.5]: worst vs the clamped reference %.3g; the clamp moves the "
-          "reference by %.3g\n", worst, moved);
+  fprintf(stderr, "dt limit [0.5, 1.5]: worst vs the reference clamping position 0 %.3g; the clamp "
+          "moves the reference by %.3g; clamping every position would differ by %.3g\n", worst,
+          moved, apart);
   cr_assert_leq(worst, NEAR_TOL, "dt-limited forward off the reference by %.3g", worst);
   cr_assert_gt(moved, 1000 * NEAR_TOL, "the limit does not bind (%.3g)", moved);
+  cr_assert_gt(apart, 1000 * NEAR_TOL, "clamping past position 0 changes nothing (%.3g)", apart);
   npy_f32_free(&got);
   free(ref);
+  free(every);
   free(free_ref);
   tt_free(&l);
 }

@@ -24,10 +24,12 @@ enum { N_NH = 4, N_NKV = 2, N_D = 8, N_I = 40, N_E = 4, N_TOPK = 2, N_IM = 16, N
 #define N_SCALE 2.5
 static const char N_PATTERN[] = "M*M-E";
 static double dt_lo = 0.0, dt_hi = INFINITY; /* time_step_limit */
+static int dt_every_step = 0;                   /* clamp past position 0 too */
 
-void tiny_set_dt_limit(double lo, double hi) {
+void tiny_set_dt_limit(double lo, double hi, int every_step) {
   dt_lo = lo;
   dt_hi = hi;
+  dt_every_step = every_step;
 }
 
 static const int q_is_attn[Q_L] = {0, 1, 0};
@@ -564,7 +566,10 @@ static void ref_qwen(tiny_kind kind, const tt_list *l, const int32_t *tok, int n
   }
 }
 
-static void ref_mamba(const tt_list *l, int i, ref_layer *st, const double *u, double *out) {
+/* Position pos of layer i; the limit clamps dt at position 0 only (the reference's prompt; its
+ * single-token decode does not clamp: docs/contract.md, "Mamba-2 dt limit"). */
+static void ref_mamba(const tt_list *l, int i, ref_layer *st, int pos, const double *u,
+                      double *out) {
   const char *P = "backbone.";
   enum { DI = N_HM * N_P, CD = DI + 2 * N_G * N_N, ROWS = DI + CD + N_HM };
   double zx[ROWS], c[CD], y[DI], t[DI];
@@ -576,7 +581,8 @@ static void ref_mamba(const tt_list *l, int i, ref_layer *st, const double *u, d
   const float *dtb = W(l, P, i, "mixer.dt_bias");
   for (int h = 0; h < N_HM; h++) {
     int g = h / (N_HM / N_G);
-    double delta = fmin(fmax(softplus(dt[h] + dtb[h]), dt_lo), dt_hi); /* time_step_limit */
+    double delta = softplus(dt[h] + dtb[h]);
+    if (pos == 0 || dt_every_step) delta = fmin(fmax(delta, dt_lo), dt_hi); /* time_step_limit */
     double dA = exp(delta * -exp((double)A_log[h]));
     for (int p = 0; p < N_P; p++) {
       double *S = st->S + (h * N_P + p) * N_N; /* [Hm][P][N] */
@@ -683,7 +689,7 @@ static void ref_nemotron(const tt_list *l, const int32_t *tok, int n, double *lo
     for (int i = 0; i < N_L; i++) {
       rms(h, W(l, P, i, "norm.weight"), 0, N_EPS, u, N_H);
       switch (N_PATTERN[i]) {
-        case 'M': ref_mamba(l, i, &st[i], u, y); break;
+        case 'M': ref_mamba(l, i, &st[i], t, u, y); break;
         case '*': ref_nattn(l, i, &st[i], t, u, y); break;
         case '-':
           ref_relu2(W(l, P, i, "mixer.up_proj.weight"), W(l, P, i, "mixer.down_proj.weight"), N_I,

@@ -21,8 +21,10 @@ void tiny_build(tiny_kind kind, tt_list *l, char *cfg, size_t cap);
 int64_t tiny_vocab(tiny_kind kind);
 
 /* The Nemotron-H model's time_step_limit (default [0, inf], written as [0.0, Infinity]): what
- * tiny_build writes into config.json and the clamp tiny_reference applies to each dt. */
-void tiny_set_dt_limit(double lo, double hi);
+ * tiny_build writes into config.json and the clamp tiny_reference applies to dt at position 0
+ * (the contract), or at every position when every_step is 1 (the contract it replaced; tests
+ * show the two apart). */
+void tiny_set_dt_limit(double lo, double hi, int every_step);
 
 /* Write DIR/config.json and DIR/model.safetensors. Returns 0 or -1. */
 int tiny_write(const char *dir, const tt_list *l, const char *cfg);
