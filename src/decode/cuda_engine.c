@@ -5,7 +5,8 @@
  * the experiment's configuration c; row (c + 1) K + k is window k under configuration c, row k
  * the reference of window k. Every step feeds window k's token to its rows and reads back only
  * the per-row metrics (mc_row_metrics: kl, nll, dp, top1, finite), which go into the driver's
- * buffers with the driver's non-finite rule. Resume: a row's state is mc_batch_row_*. Not yet:
+ * buffers with the driver's non-finite rule. Resume: every row's state (mc_batch_row_*) and
+ * which pairs went non-finite (ce_save). Not yet:
  * spec configurations (refused by mc_batch_build). */
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ typedef struct {
   int64_t K, C, N, offset;
   int64_t *x, *y;          /* [K] this step's tokens and targets */
   mc_row_metrics *met;     /* [(C + 1) K] */
+  uint8_t *dead;           /* [K][C] pairs that went non-finite */
 } cuda_engine;
 
 static void ce_close(rssm_engine *e) {
@@ -45,35 +47,85 @@ static void ce_close(rssm_engine *e) {
   free(g->x);
   free(g->y);
   free(g->met);
+  free(g->dead);
   free(g);
 }
 
-static int64_t ce_row_bytes(const rssm_engine *e, int row) {
+/* The row of window k's reference (c = -1) or of pair (k, c). */
+static int row_of(const cuda_engine *g, int64_t k, int64_t c) { return (int)((c + 1) * g->K + k); }
+
+/* Resume state: u8 dead [K][C]; per window k, i64 bytes + the reference's row; per pair (k, c)
+ * still alive, i64 bytes + its row (mc_batch_row_save). */
+static int64_t ce_state_bytes(const rssm_engine *e) {
   const cuda_engine *g = e->impl;
-  return mc_batch_row_bytes(g->b, row);
+  int64_t n = g->K * g->C;
+  for (int64_t k = 0; k < g->K; k++) {
+    n += 8 + mc_batch_row_bytes(g->b, row_of(g, k, -1));
+    for (int64_t c = 0; c < g->C; c++)
+      if (!g->dead[k * g->C + c]) n += 8 + mc_batch_row_bytes(g->b, row_of(g, k, c));
+  }
+  return n;
 }
-static int ce_row_save(const rssm_engine *e, int row, void *buf, char *err, size_t errlen) {
+
+static int ce_save(const rssm_engine *e, void *buf, char *err, size_t errlen) {
   const cuda_engine *g = e->impl;
-  return mc_batch_row_save(g->b, row, buf, err, errlen);
+  unsigned char *at = buf;
+  memcpy(at, g->dead, (size_t)(g->K * g->C));
+  at += g->K * g->C;
+  for (int64_t k = 0; k < g->K; k++)
+    for (int64_t c = -1; c < g->C; c++) {
+      if (c >= 0 && g->dead[k * g->C + c]) continue;
+      const int row = row_of(g, k, c);
+      const int64_t n = mc_batch_row_bytes(g->b, row);
+      memcpy(at, &n, 8);
+      int rc = mc_batch_row_save(g->b, row, at + 8, err, errlen);
+      if (rc != RSSM_OK) return rc;
+      at += 8 + n;
+    }
+  return RSSM_OK;
 }
-static int ce_row_load(rssm_engine *e, int row, const void *buf, int64_t len, char *err,
-                       size_t errlen) {
+
+static int ce_load(rssm_engine *e, const void *buf, int64_t len, char *err, size_t errlen) {
   cuda_engine *g = e->impl;
-  return mc_batch_row_load(g->b, row, buf, len, err, errlen);
+  const unsigned char *at = buf, *end = at + len;
+  if (len < g->K * g->C) {
+    snprintf(err, errlen, "corrupt checkpoint (sizes do not match this run)");
+    return RSSM_ERR_INPUT;
+  }
+  memcpy(g->dead, at, (size_t)(g->K * g->C));
+  at += g->K * g->C;
+  for (int64_t k = 0; k < g->K; k++)
+    for (int64_t c = -1; c < g->C; c++) {
+      if (c >= 0 && g->dead[k * g->C + c]) continue;
+      int64_t n = -1;
+      if (end - at >= 8) memcpy(&n, at, 8);
+      if (n < 0 || n > end - at - 8) {
+        snprintf(err, errlen, "corrupt checkpoint (sizes do not match this run)");
+        return RSSM_ERR_INPUT;
+      }
+      int rc = mc_batch_row_load(g->b, row_of(g, k, c), at + 8, n, err, errlen);
+      if (rc != RSSM_OK) return rc;
+      at += 8 + n;
+    }
+  if (at != end) {
+    snprintf(err, errlen, "corrupt checkpoint (sizes do not match this run)");
+    return RSSM_ERR_INPUT;
+  }
+  return RSSM_OK;
 }
 
 /* Step t's metrics of row (c + 1) K + k into pair (k, c)'s buffers, or its dead values. */
-static void record_pair(const cuda_engine *g, const rssm_engine_out *o, int64_t k, int64_t c,
+static void record_pair(cuda_engine *g, const rssm_engine_out *o, int64_t k, int64_t c,
                         int64_t t) {
   const int64_t pi = k * g->C + c;
   const mc_row_metrics *mm = &g->met[(c + 1) * g->K + k];
   const size_t i = (size_t)(k * g->N + t);
-  if (!o->dead[pi] && !mm->finite) {
+  if (!g->dead[pi] && !mm->finite) {
     /* as the CPU path: from this step on kl = inf, nll = inf, dp = NaN, top1 = 0 */
     if (o->first_nonfinite[c][k] < 0) o->first_nonfinite[c][k] = t;
-    o->dead[pi] = 1;
+    g->dead[pi] = 1;
   }
-  if (o->dead[pi]) {
+  if (g->dead[pi]) {
     o->kl[c][i] = INFINITY;
     o->nll[c][i] = INFINITY;
     o->dp[c][i] = NAN;
@@ -87,7 +139,7 @@ static void record_pair(const cuda_engine *g, const rssm_engine_out *o, int64_t 
 }
 
 static int ce_block(rssm_engine *e, const int64_t *tok, int64_t t0, int64_t t1,
-                    const rssm_engine_out *o, char *err, size_t errlen) {
+                    const rssm_engine_out *o, int64_t *done, char *err, size_t errlen) {
   cuda_engine *g = e->impl;
   const int64_t K = g->K, C = g->C, N = g->N;
   char e2[600];
@@ -113,10 +165,11 @@ static int ce_block(rssm_engine *e, const int64_t *tok, int64_t t0, int64_t t1,
       for (int64_t c = 0; c < C; c++) record_pair(g, o, k, c, t);
     }
   }
+  *done = t1; /* no spec configurations: every row reaches t1 */
   return RSSM_OK;
 }
 
-static const rssm_engine_ops cuda_engine_ops = {ce_block, ce_row_bytes, ce_row_save, ce_row_load,
+static const rssm_engine_ops cuda_engine_ops = {ce_block, ce_state_bytes, ce_save, ce_load,
                                                 ce_close};
 
 /* The device model and batch of g (host buffers allocated). */
@@ -174,7 +227,8 @@ int cuda_engine_open(const rssm_engine_params *p, rssm_engine **out, char *err, 
   g->x = calloc((size_t)p->K, sizeof *g->x);
   g->y = calloc((size_t)p->K, sizeof *g->y);
   g->met = calloc((size_t)rows, sizeof *g->met);
-  int rc = g->x && g->y && g->met ? RSSM_OK : RSSM_ERR_IO;
+  g->dead = calloc((size_t)(p->K * p->C) + 1, 1);
+  int rc = g->x && g->y && g->met && g->dead ? RSSM_OK : RSSM_ERR_IO;
   if (rc != RSSM_OK) snprintf(err, errlen, "out of host memory");
   if (rc == RSSM_OK) rc = build_batch(g, p, m, err, errlen);
   if (rc != RSSM_OK) {

@@ -1,8 +1,10 @@
-/* The lockstep run loop (run.h). */
+/* The lockstep run loop (run.h): the driver's side of a run. It opens the model and an engine
+ * (engine.h: the CPU lockstep engine, or the GPU's with --device cuda), feeds it the blocks of
+ * the token windows, and owns everything else: the metric buffers, the HDF5 file, checkpoints,
+ * resume, signals and progress. */
 #include "src/driver/run.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,6 @@
 #include <zlib.h>
 
 #include "src/io/version.h"
-#include "src/model/metrics.h"
-#include "src/driver/parallel.h"
 #include "src/driver/run_h5.h"
 #include "src/driver/run_internal.h"
 #include "src/driver/run_identity.h"
@@ -22,7 +22,6 @@
 #include "src/driver/run_signal.h"
 #include "src/io/out_lock.h"
 #include "src/io/status.h"
-#include "src/ssm/ssm_accept.h"
 #include "src/io/atomic_file.h"
 #include "src/tokens/token_source.h"
 
@@ -30,302 +29,10 @@
 #define RSSM_GIT_COMMIT "unknown"
 #endif
 
-/* The worker context of one phase. */
-typedef struct {
-  runner *r;
-  int threads;
-  float *scratch_logits;  /* [threads][Tmax][V] */
-  float *scratch_lp;      /* [threads][V] */
-  int64_t b1;             /* end of this block */
-  int group;              /* sequences per group_item (batched stepping); 0: not used */
-  int parts;              /* > 1: group_item g is configurations part g % parts of sequence
-                           * g / parts, without the reference (ref_item ran before) */
-  int spec_only;          /* pair_item: only spec pairs (the others went through group_item) */
-  run_progress *prog;     /* decoder steps counted for the progress reports; may be NULL */
-  char err[1024];         /* first error of the phase (under the pool's rule: first nonzero) */
-  int err_set;
-} phase_ctx;
-
-static pthread_mutex_t phase_error_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void phase_error(phase_ctx *p, const char *msg) {
-  pthread_mutex_lock(&phase_error_mu);
-  if (!p->err_set) {
-    p->err_set = 1;
-    snprintf(p->err, sizeof p->err, "%s", msg);
-  }
-  pthread_mutex_unlock(&phase_error_mu);
-}
-
-/* Reference of sequence k over [b0, b1): its log-probabilities go to rows (t - base). */
-static int ref_item(void *ctx, int64_t k, int thread) {
-  phase_ctx *p = ctx;
-  runner *r = p->r;
-  size_t V = (size_t)r->V;
-  float *lp = r->reflp + (size_t)k * (size_t)r->rows * V;
-  int64_t *am = r->refam + (size_t)k * (size_t)r->rows;
-  float *logits = p->scratch_logits + (size_t)thread * (size_t)r->Tmax * V;
-  const int64_t *x = r->tok + k * (r->N + 1);
-  char e[400];
-  for (int64_t t = r->b0; t < p->b1; t++) {
-    int rc = r->ref[k]->ops->step(r->ref[k], x[t], logits, e, sizeof e);
-    if (rc != RSSM_OK) {
-      char m[512];
-      snprintf(m, sizeof m, "reference, sequence %lld, step %lld: %s",
-               (long long)(r->d.offset + k), (long long)t, e);
-      phase_error(p, m);
-      return rc;
-    }
-    int64_t row = t - r->base;
-    if (metrics_log_softmax(logits, r->V, lp + (size_t)row * V, &am[row]) != 0) {
-      char m[512];
-      snprintf(m, sizeof m, "the reference's logits are not finite at sequence %lld, step %lld "
-               "(the fp32 reference must stay finite)", (long long)(r->d.offset + k), (long long)t);
-      phase_error(p, m);
-      return RSSM_ERR_INPUT;
-    }
-    r->d.ref_nll[k * r->N + t] = -lp[(size_t)row * V + (size_t)x[t + 1]];
-    run_progress_add(p->prog, 1);
-  }
-  return 0;
-}
-
-/* Record step t of pair (k, c) from its logits; returns 0, or 1 when they are not finite. */
-static int record(runner *r, int64_t k, int64_t c, int64_t t, const float *logits, float *lp) {
-  run_cfg_data *x = &r->d.cfg[c];
-  int64_t am;
-  size_t i = (size_t)(k * r->N + t);
-  if (metrics_log_softmax(logits, r->V, lp, &am) != 0) {
-    if (x->first_nonfinite[k] < 0) x->first_nonfinite[k] = t;
-    return 1;
-  }
-  int64_t row = t - r->base;
-  const float *ref = r->reflp + ((size_t)k * (size_t)r->rows + (size_t)row) * (size_t)r->V;
-  step_metrics m;
-  metrics_step(ref, r->refam[(size_t)k * (size_t)r->rows + (size_t)row], lp, am, r->V,
-               r->tok[k * (r->N + 1) + t + 1], &m);
-  x->kl[i] = m.kl;
-  x->nll[i] = m.nll;
-  x->dp[i] = m.dp;
-  x->top1[i] = m.top1;
-  return 0;
-}
-
-/* A pair that went non-finite: kl = inf (and nll inf, dp NaN, top1 0) from there to `to`. */
-static void fill_dead(runner *r, int64_t k, int64_t c, int64_t from, int64_t to) {
-  run_cfg_data *x = &r->d.cfg[c];
-  for (int64_t t = from; t < to; t++) {
-    size_t i = (size_t)(k * r->N + t);
-    x->kl[i] = INFINITY;
-    x->nll[i] = INFINITY;
-    x->dp[i] = NAN;
-    x->top1[i] = 0;
-  }
-}
-
-static void kill_pair(runner *r, int64_t pi, int64_t k, int64_t c, int64_t from, int64_t to) {
-  r->dead[pi] = 1;
-  rssm_decoder_free(r->dec[pi]);
-  r->dec[pi] = NULL;
-  fill_dead(r, k, c, from, to);
-  r->cursor[pi] = to;
-}
-
-static int pair_item(void *ctx, int64_t pi, int thread) {
-  phase_ctx *p = ctx;
-  runner *r = p->r;
-  int64_t k = pi / r->C, c = pi % r->C;
-  size_t V = (size_t)r->V;
-  float *logits = p->scratch_logits + (size_t)thread * (size_t)r->Tmax * V;
-  float *lp = p->scratch_lp + (size_t)thread * V;
-  const int64_t *x = r->tok + k * (r->N + 1);
-  const ssm_config *cfg = &r->e->configs[c].cfg;
-  char e[400];
-  if (p->spec_only && cfg->strategy != SSM_SPEC) return 0;
-  if (r->dead[pi]) {
-    fill_dead(r, k, c, r->cursor[pi], p->b1);
-    r->cursor[pi] = p->b1;
-    return 0;
-  }
-  rssm_decoder *d = r->dec[pi];
-  if (cfg->strategy != SSM_SPEC) {
-    for (int64_t t = r->cursor[pi]; t < p->b1; t++) {
-      int rc = d->ops->step(d, x[t], logits, e, sizeof e);
-      if (rc != RSSM_OK) goto fail;
-      if (record(r, k, c, t, logits, lp)) {
-        kill_pair(r, pi, k, c, t, p->b1);
-        return 0;
-      }
-      r->cursor[pi] = t + 1;
-      run_progress_add(p->prog, 1);
-    }
-    return 0;
-  }
-  int T = cfg->T;
-  int64_t drafts[64];
-  while (r->cursor[pi] < r->N) {
-    int64_t t = r->cursor[pi];
-    int a = ssm_accept_draw(cfg, r->e->seed, (uint32_t)(r->d.offset + k), r->round[pi]);
-    if (a > r->N - t) a = (int)(r->N - t); /* the window's end cuts the last round */
-    if (t + a > p->b1) break;               /* finished in the next block, whole */
-    /* drafts past the window's last token repeat it: they are never accepted */
-    for (int j = 0; j < T; j++) drafts[j] = x[t + j <= r->N ? t + j : r->N];
-    int rc = d->ops->verify(d, drafts, T, logits, e, sizeof e);
-    if (rc != RSSM_OK) goto fail;
-    for (int j = 0; j < a; j++)
-      if (record(r, k, c, t + j, logits + (size_t)j * V, lp)) {
-        kill_pair(r, pi, k, c, t + j, p->b1);
-        return 0;
-      }
-    rc = d->ops->commit(d, a, e, sizeof e);
-    if (rc != RSSM_OK) goto fail;
-    r->cursor[pi] = t + a;
-    r->round[pi]++;
-    run_progress_add(p->prog, a);
-  }
-  return 0;
-fail : {
-  char m[600];
-  snprintf(m, sizeof m, "configuration '%s', sequence %lld, step %lld: %s", cfg->name,
-           (long long)(r->d.offset + k), (long long)r->cursor[pi], e);
-  phase_error(p, m);
-  return RSSM_ERR_IO;
-}
-}
-
-/* Sequences [g G, (g+1) G) over [b0, b1), when the model steps decoders together (step_many):
- * at every step, the references and every live non-spec pair of these sequences advance in one
- * call (bit-identical to stepping them one by one, so the output does not depend on G or on
- * the thread count), then the references' rows are stored and the pairs compared with them, as
- * ref_item and pair_item do. With parts > 1 (fewer sequences than threads), item g is instead
- * one part of the configurations of sequence g / parts, after ref_item. Spec pairs are left to
- * pair_item (spec_only), after this phase. */
-static int group_item(void *ctx, int64_t g, int thread) {
-  phase_ctx *p = ctx;
-  runner *r = p->r;
-  size_t V = (size_t)r->V;
-  int64_t k0 = g * p->group, k1 = k0 + p->group < r->K ? k0 + p->group : r->K;
-  int64_t c0 = 0, c1 = r->C;
-  int with_ref = 1;
-  if (p->parts > 1) {
-    int64_t part = g % p->parts;
-    k0 = g / p->parts;
-    k1 = k0 + 1;
-    c0 = r->C * part / p->parts;
-    c1 = r->C * (part + 1) / p->parts;
-    with_ref = 0;
-  }
-  const int cap = (int)((k1 - k0) * (r->C + 1)); /* decoders per call, at most */
-  float *scratch = p->scratch_logits + (size_t)thread * (size_t)p->group * (size_t)(r->C + 1) * V;
-  float *lp = p->scratch_lp + (size_t)thread * V;
-  rssm_decoder **dv = malloc((size_t)cap * sizeof *dv);
-  int64_t *tokv = malloc((size_t)cap * sizeof *tokv);
-  float **lv = malloc((size_t)cap * sizeof *lv);
-  int64_t *who = malloc((size_t)cap * sizeof *who); /* -1 - k: reference of k; else the pair */
-  if (!dv || !tokv || !lv || !who) {
-    free(dv);
-    free(tokv);
-    free(lv);
-    free(who);
-    phase_error(p, "out of memory for a batched step");
-    return RSSM_ERR_IO;
-  }
-  int rc = 0;
-  /* pairs already dead: their whole block */
-  for (int64_t k = k0; k < k1; k++)
-    for (int64_t c = c0; c < c1; c++) {
-      int64_t pi = k * r->C + c;
-      if (r->dead[pi] && r->e->configs[c].cfg.strategy != SSM_SPEC) {
-        fill_dead(r, k, c, r->cursor[pi], p->b1);
-        r->cursor[pi] = p->b1;
-      }
-    }
-  for (int64_t t = r->b0; t < p->b1 && rc == 0; t++) {
-    int n = 0;
-    for (int64_t k = k0; k < k1; k++) {
-      const int64_t *x = r->tok + k * (r->N + 1);
-      if (with_ref) {
-        dv[n] = r->ref[k];
-        tokv[n] = x[t];
-        who[n] = -1 - k;
-        n++;
-      }
-      for (int64_t c = c0; c < c1; c++) {
-        int64_t pi = k * r->C + c;
-        if (r->e->configs[c].cfg.strategy == SSM_SPEC || r->dead[pi] || r->cursor[pi] != t)
-          continue;
-        dv[n] = r->dec[pi];
-        tokv[n] = x[t];
-        who[n] = pi;
-        n++;
-      }
-    }
-    if (n == 0) break; /* every pair of this item went non-finite */
-    for (int i = 0; i < n; i++) lv[i] = scratch + (size_t)i * V;
-    char e[400];
-    int failed = -1;
-    int src = r->m->ops->step_many(r->m, dv, n, tokv, lv, &failed, e, sizeof e);
-    if (src != RSSM_OK) {
-      char m[600];
-      int64_t w = failed >= 0 && failed < n ? who[failed] : -1;
-      if (w < 0)
-        snprintf(m, sizeof m, "reference, sequence %lld, step %lld: %s",
-                 (long long)(r->d.offset + (-1 - w)), (long long)t, e);
-      else
-        snprintf(m, sizeof m, "configuration '%s', sequence %lld, step %lld: %s",
-                 r->e->configs[w % r->C].cfg.name, (long long)(r->d.offset + w / r->C),
-                 (long long)t, e);
-      phase_error(p, m);
-      rc = src;
-      break;
-    }
-    run_progress_add(p->prog, n);
-    int64_t row = t - r->base;
-    for (int i = 0; i < n && rc == 0; i++) {
-      if (who[i] >= 0) continue;
-      int64_t k = -1 - who[i];
-      float *rl = r->reflp + ((size_t)k * (size_t)r->rows + (size_t)row) * V;
-      if (metrics_log_softmax(lv[i], r->V, rl, &r->refam[(size_t)k * (size_t)r->rows +
-                                                        (size_t)row]) != 0) {
-        char m[512];
-        snprintf(m, sizeof m, "the reference's logits are not finite at sequence %lld, step "
-                 "%lld (the fp32 reference must stay finite)", (long long)(r->d.offset + k),
-                 (long long)t);
-        phase_error(p, m);
-        rc = RSSM_ERR_INPUT;
-        break;
-      }
-      r->d.ref_nll[k * r->N + t] = -rl[(size_t)r->tok[k * (r->N + 1) + t + 1]];
-    }
-    for (int i = 0; i < n && rc == 0; i++) {
-      if (who[i] < 0) continue;
-      int64_t pi = who[i], k = pi / r->C, c = pi % r->C;
-      if (record(r, k, c, t, lv[i], lp)) kill_pair(r, pi, k, c, t, p->b1);
-      else r->cursor[pi] = t + 1;
-    }
-  }
-  free(dv);
-  free(tokv);
-  free(lv);
-  free(who);
-  return rc;
-}
-
 /* ------------------------------------------------------------------ setup ----------------- */
 
 static void runner_free(runner *r) {
-  if (r->ref)
-    for (int64_t k = 0; k < r->K; k++) rssm_decoder_free(r->ref[k]);
-  if (r->dec)
-    for (int64_t i = 0; i < r->K * r->C; i++) rssm_decoder_free(r->dec[i]);
-  free(r->ref);
-  free(r->dec);
   free(r->tok);
-  free(r->reflp);
-  free(r->refam);
-  free(r->cursor);
-  free(r->round);
-  free(r->dead);
   run_data_free(&r->d);
   rssm_engine_close(r->engine); /* before the model it was opened from */
   free(r->engine_cfgs);
@@ -333,30 +40,44 @@ static void runner_free(runner *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* --device cuda: the GPU engine instead of decoders (it holds every row's state). */
-static int open_engine(runner *r, char *err, size_t errlen) {
-  char m[1024];
+/* The CPU engine's decoder steps, into the progress reporter (started after the engine). */
+static void count_steps(void *ctx, int64_t n) {
+  const runner *r = ctx;
+  run_progress_add(r->prog, n);
+}
+
+/* The engine of the run: the CPU lockstep engine, or with --device cuda the GPU's (it holds
+ * every row's state on the device). */
+static int open_engine(runner *r, const run_options *o, char *err, size_t errlen) {
+  char m[1024], where[EXP_PATH_MAX + 32];
   r->engine_cfgs = calloc((size_t)r->C + 1, sizeof *r->engine_cfgs);
   if (!r->engine_cfgs) {
     snprintf(err, errlen, "out of memory");
     return RSSM_ERR_IO;
   }
   for (int64_t c = 0; c < r->C; c++) r->engine_cfgs[c] = r->e->configs[c].cfg;
-  const rssm_engine_params ep = {r->m, &r->e->reference, r->engine_cfgs, r->K, r->C, r->N,
-                                 r->e->seed, r->d.offset};
-  int rc = cuda_engine_open(&ep, &r->engine, m, sizeof m);
-  if (rc != RSSM_OK) {
-    snprintf(err, errlen, "--device cuda: %s", m);
+  const rssm_engine_params ep = {r->m,      &r->e->reference, r->engine_cfgs, r->K,      r->C,
+                                 r->N,      r->e->seed,       r->d.offset,    r->B,      o->threads,
+                                 count_steps, r};
+  if (o->cuda) {
+    int rc = cuda_engine_open(&ep, &r->engine, m, sizeof m);
+    if (rc != RSSM_OK) snprintf(err, errlen, "--device cuda: %s", m);
     return rc;
   }
-  /* the reference log-probabilities stay on the device: zero the host rows that run_ckpt.c
-   * still writes, so that checkpoints are deterministic */
-  memset(r->reflp, 0, (size_t)r->K * (size_t)r->rows * (size_t)r->V * sizeof(float));
-  return RSSM_OK;
+  int failed = -2;
+  int rc = cpu_engine_open(&ep, &r->engine, &failed, m, sizeof m);
+  if (rc == RSSM_OK) return RSSM_OK;
+  if (failed >= 0) {
+    experiment_where(r->e, r->e->configs[failed].line, "--config", where, sizeof where);
+    snprintf(err, errlen, "%s: configuration '%s': %s", where, r->e->configs[failed].cfg.name, m);
+  } else {
+    snprintf(err, errlen, "%s%s", failed == -1 ? "reference: " : "", m);
+  }
+  return rc;
 }
 
-/* A block of the engine: every row from r->b0 to b1 (no spec: every pair is at b0). */
-static int engine_block(runner *r, int64_t b1, char *err, size_t errlen) {
+/* A block of the engine: every row from r->b0 to b1; *done as the engine's block. */
+static int engine_block(runner *r, int64_t b1, int64_t *done, char *err, size_t errlen) {
   float *kl[EXP_MAX_CONFIGS], *nll[EXP_MAX_CONFIGS], *dp[EXP_MAX_CONFIGS];
   uint8_t *top1[EXP_MAX_CONFIGS];
   int64_t *fnf[EXP_MAX_CONFIGS];
@@ -367,11 +88,8 @@ static int engine_block(runner *r, int64_t b1, char *err, size_t errlen) {
     top1[c] = r->d.cfg[c].top1;
     fnf[c] = r->d.cfg[c].first_nonfinite;
   }
-  const rssm_engine_out out = {r->d.ref_nll, kl, nll, dp, top1, fnf, r->dead};
-  int rc = r->engine->ops->block(r->engine, r->tok, r->b0, b1, &out, err, errlen);
-  if (rc == RSSM_OK)
-    for (int64_t i = 0; i < r->K * r->C; i++) r->cursor[i] = b1;
-  return rc;
+  const rssm_engine_out out = {r->d.ref_nll, kl, nll, dp, top1, fnf};
+  return r->engine->ops->block(r->engine, r->tok, r->b0, b1, &out, done, err, errlen);
 }
 
 /* Keys that apply only to some models: gdn_u=cached needs GDN layers. */
@@ -452,7 +170,6 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   r->B = e->block < cap ? e->block : cap;
   if (r->B < r->Tmax) r->B = r->Tmax;
   if (r->B > r->N) r->B = r->N;
-  r->rows = r->B + r->Tmax - 1;
 
   if (run_data_alloc(&r->d, r->K, r->N, (int)r->C) != 0) {
     snprintf(err, errlen, "out of memory for %lld x %lld steps of %lld configurations",
@@ -480,19 +197,9 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
     snprintf(d->cfg[c].name, sizeof d->cfg[c].name, "%s", e->configs[c].cfg.name);
     ssm_config_to_string(&e->configs[c].cfg, d->cfg[c].spec, sizeof d->cfg[c].spec);
   }
-  size_t KC = (size_t)(r->K * r->C);
   r->tok = malloc((size_t)(r->K * (r->N + 1)) * sizeof(int64_t));
-  r->ref = calloc((size_t)r->K, sizeof *r->ref);
-  r->dec = calloc(KC + 1, sizeof *r->dec);
-  r->reflp = malloc((size_t)r->K * (size_t)r->rows * (size_t)r->V * sizeof(float));
-  r->refam = calloc((size_t)(r->K * r->rows), sizeof(int64_t));
-  r->cursor = calloc(KC + 1, sizeof(int64_t));
-  r->round = calloc(KC + 1, sizeof(uint32_t));
-  r->dead = calloc(KC + 1, 1);
   d->identity = run_identity_text(d, o->cuda ? "cuda" : "cpu");
-  if (!d->experiment || !d->identity || !r->tok || !r->ref || !r->dec || !r->reflp || !r->refam ||
-      !r->cursor ||
-      !r->round || !r->dead) {
+  if (!d->experiment || !d->identity || !r->tok) {
     snprintf(err, errlen, "out of memory setting up %lld sequences", (long long)r->K);
     token_source_free(&src);
     return RSSM_ERR_IO;
@@ -514,29 +221,7 @@ static int setup(runner *r, const experiment *e, const run_options *o, char *err
   fp = crc32(fp, (const Bytef *)d->tokens_checksum, (uInt)strlen(d->tokens_checksum));
   if (o->cuda) fp = crc32(fp, (const Bytef *)"cuda", 4); /* GPU row states are another format */
   r->fingerprint = ((uint64_t)fp << 32) ^ (uint64_t)(r->K * 1000003 + r->N);
-  if (o->cuda) return open_engine(r, err, errlen);
-  for (int64_t k = 0; k < r->K; k++) {
-    rssm_decoder_params dp = {&e->reference, e->seed, (uint32_t)(lo + k), r->N + r->Tmax};
-    rc = rssm_decoder_open(r->m, &dp, &r->ref[k], m, sizeof m);
-    if (rc == RSSM_OK && r->ref[k]->T != 0) {
-      snprintf(m, sizeof m, "the reference must not be a spec configuration");
-      rc = RSSM_ERR_INPUT;
-    }
-    if (rc != RSSM_OK) {
-      snprintf(err, errlen, "reference: %s", m);
-      return rc;
-    }
-    for (int64_t c = 0; c < r->C; c++) {
-      dp.cfg = &e->configs[c].cfg;
-      rc = rssm_decoder_open(r->m, &dp, &r->dec[k * r->C + c], m, sizeof m);
-      if (rc != RSSM_OK) {
-        experiment_where(e, e->configs[c].line, "--config", where, sizeof where);
-        snprintf(err, errlen, "%s: configuration '%s': %s", where, e->configs[c].cfg.name, m);
-        return rc;
-      }
-    }
-  }
-  return RSSM_OK;
+  return open_engine(r, o, err, errlen);
 }
 
 /* ------------------------------------------------------------------ progress -------------- */
@@ -561,13 +246,6 @@ static void progress(int64_t done, int64_t total, int64_t done0, double t0) {
 }
 
 /* ------------------------------------------------------------------ the run --------------- */
-
-static int64_t min_cursor(const runner *r) {
-  int64_t m = r->b0;
-  for (int64_t i = 0; i < r->K * r->C; i++)
-    if (r->cursor[i] < m) m = r->cursor[i];
-  return m;
-}
 
 /* The run's file state: every sequence has its first n steps written. */
 static void set_written(runner *r, int64_t n) {
@@ -624,77 +302,6 @@ static void say_stopped(int sig, int64_t step, int64_t N, const char *part, cons
           (long long)N, part, ckpt);
 }
 
-/* How the CPU phases cut the work (p->group, p->parts) and their scratch buffers. Models that
- * step decoders together (step_many) get one work item per group of sequences: all references
- * and non-spec pairs of the group advance in one call per step, so the CPU runtime reads each
- * weight once per step for all of them. Groups: as few as keep every thread busy (ceil(K /
- * threads) sequences), at most 64 decoders per call. With fewer sequences than threads, the
- * references run first (ref_item) and each sequence's configurations are cut into
- * ceil(threads / K) parts, one item each. Results never depend on the grouping
- * (tests/driver/test_run_hf.c). */
-static int plan_phases(phase_ctx *p, runner *r, const run_options *o, char *err, size_t errlen) {
-  memset(p, 0, sizeof *p);
-  p->r = r;
-  p->threads = o->threads;
-  const char *unb = getenv("RSSM_RUN_UNBATCHED"); /* tests: the one-decoder-at-a-time path */
-  if (!r->engine && r->m->ops->step_many && !(unb && unb[0] == '1')) {
-    int64_t g = (r->K + o->threads - 1) / o->threads;
-    int64_t gmax = 64 / (r->C + 1) > 0 ? 64 / (r->C + 1) : 1;
-    const char *ge = getenv("RSSM_RUN_GROUP"); /* tests and measurements: sequences per group */
-    if (ge && atol(ge) > 0) g = gmax = atol(ge);
-    p->group = (int)(g < gmax ? g : gmax);
-    if (r->K < o->threads && r->C > 1 && !(ge && atol(ge) > 0)) {
-      int64_t parts = (o->threads + r->K - 1) / r->K;
-      p->group = 1;
-      p->parts = (int)(parts < r->C ? parts : r->C);
-    }
-  }
-  size_t per_thread = (size_t)r->Tmax;
-  if ((size_t)p->group * (size_t)(r->C + 1) > per_thread)
-    per_thread = (size_t)p->group * (size_t)(r->C + 1);
-  p->scratch_logits = malloc((size_t)o->threads * per_thread * (size_t)r->V * sizeof(float));
-  p->scratch_lp = malloc((size_t)o->threads * (size_t)r->V * sizeof(float));
-  if (!p->scratch_logits || !p->scratch_lp) {
-    snprintf(err, errlen, "out of memory for %d threads' scratch", o->threads);
-    return RSSM_ERR_IO;
-  }
-  return RSSM_OK;
-}
-
-/* Before block [b0, b1): keep the reference rows a lagging spec pair may still need (steps
- * [b0 - (Tmax-1), b0)) at the front of the row buffers. */
-static void keep_reference_rows(runner *r, int64_t b1) {
-  int64_t keep = r->Tmax - 1 < r->b0 ? r->Tmax - 1 : r->b0;
-  if (keep > r->nrows) keep = r->nrows;
-  int64_t from = r->b0 - keep - r->base; /* row of the first kept step */
-  for (int64_t k = 0; k < r->K && from > 0 && keep > 0; k++) {
-    float *lp = r->reflp + (size_t)k * (size_t)r->rows * (size_t)r->V;
-    int64_t *am = r->refam + (size_t)k * (size_t)r->rows;
-    memmove(lp, lp + (size_t)from * (size_t)r->V, (size_t)keep * (size_t)r->V * sizeof(float));
-    memmove(am, am + from, (size_t)keep * sizeof(int64_t));
-  }
-  r->base = r->b0 - keep;
-  r->nrows = keep + (b1 - r->b0);
-}
-
-/* One block on the CPU: the references and pairs in parallel phases (plan_phases). */
-static int cpu_block(phase_ctx *p, runner *r, const run_options *o, char *err, size_t errlen) {
-  int rc;
-  if (p->parts > 1) {
-    rc = parallel_for(r->K, o->threads, ref_item, p);
-    if (rc == RSSM_OK) rc = parallel_for(r->K * p->parts, o->threads, group_item, p);
-    p->spec_only = 1;
-  } else if (p->group > 0) {
-    rc = parallel_for((r->K + p->group - 1) / p->group, o->threads, group_item, p);
-    p->spec_only = 1;
-  } else {
-    rc = parallel_for(r->K, o->threads, ref_item, p);
-  }
-  if (rc == RSSM_OK) rc = parallel_for(r->K * r->C, o->threads, pair_item, p);
-  if (rc != RSSM_OK) snprintf(err, errlen, "%s", p->err);
-  return rc;
-}
-
 int run_experiment(const experiment *e, const run_options *o, char *err, size_t errlen) {
   double t_start = now_s();
   char part[4200], ckpt[4200];
@@ -726,14 +333,6 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   /* a resumed run rewrites what its checkpoint holds: the old .part may be torn */
   rc = run_h5_write_columns(h, &r.d, 0, r.written, err, errlen);
 
-  /* The workers below each decode whole (sequence, configuration) pairs, so with two or more of
-   * them the CPU model's own matrix-vector threads would only oversubscribe the cores (and start
-   * a thread per product). Results do not depend on either count. */
-  rssm_model_set_threads(r.m, o->threads > 1 ? 1 : 2);
-
-  phase_ctx p;
-  memset(&p, 0, sizeof p);
-  if (rc == RSSM_OK) rc = plan_phases(&p, &r, o, err, errlen);
   const char *kill_env = getenv("RSSM_TEST_KILL_AFTER_BLOCK");
   long kill_after = kill_env ? atol(kill_env) : -1;
   long blocks = 0;
@@ -745,16 +344,15 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   const char *pe = getenv("RSSM_PROGRESS_SECONDS");
   double every = pe && atof(pe) > 0 ? atof(pe) : 5.0;
   if (!o->quiet && rc == RSSM_OK)
-    p.prog = run_progress_start(r.N, r.K * (r.C + 1), r.written, every, o->progress);
+    r.prog = run_progress_start(r.N, r.K * (r.C + 1), r.written, every, o->progress);
   while (rc == RSSM_OK && r.b0 < r.N) {
     int64_t b1 = r.b0 + r.B < r.N ? r.b0 + r.B : r.N;
-    p.b1 = b1;
-    keep_reference_rows(&r, b1);
-    rc = r.engine ? engine_block(&r, b1, err, errlen) : cpu_block(&p, &r, o, err, errlen);
+    int64_t complete = b1;
+    rc = engine_block(&r, b1, &complete, err, errlen);
     if (rc != RSSM_OK) break;
     r.b0 = b1;
     int64_t written0 = r.written;
-    set_written(&r, min_cursor(&r));
+    set_written(&r, complete);
     rc = run_h5_write_columns(h, &r.d, written0, r.written, err, errlen);
     int64_t done = r.written;
     stop = run_signal_pending();
@@ -768,19 +366,18 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
                 (long long)done, (long long)r.N, rate, ckpt);
       }
     }
-    run_progress_steps(p.prog, done);
+    run_progress_steps(r.prog, done);
     if (o->progress) progress(done, r.N, done0, t0);
     if (++blocks == kill_after) raise(SIGKILL); /* tests: die between two blocks */
     if (stop && rc == RSSM_OK && r.b0 < r.N) break;
   }
   run_signal_restore();
-  run_progress_stop(p.prog);
+  run_progress_stop(r.prog);
+  r.prog = NULL;
   if (rc == RSSM_OK && run_h5_set_wall_seconds(h, now_s() - t_start) != 0) {
     snprintf(err, errlen, "%s: writing the attribute wall_seconds failed", part);
     rc = RSSM_ERR_IO;
   }
-  free(p.scratch_logits);
-  free(p.scratch_lp);
   if (run_h5_close(h) != 0 && rc == RSSM_OK) {
     snprintf(err, errlen, "%s: closing the HDF5 file failed", part);
     rc = RSSM_ERR_IO;

@@ -2,15 +2,13 @@
  * docs/driver.md, "Runs").
  *
  * K windows of N+1 tokens; the reference and every configuration decode the same tokens. Steps
- * advance in blocks of B: first every sequence's reference decodes the block (one work item per
- * sequence), then every (sequence, configuration) pair decodes it against the reference's
- * log-probabilities (one work item per pair), on --threads pthreads. Each item writes only its own
- * rows, so results do not depend on the thread count or B. A spec pair plays whole rounds: a round
- * whose accepted drafts would pass the block's end waits for the next block, whose reference rows
- * keep the last T-1 rows of this one. After each block the completed columns go to OUT.part (HDF5)
- * and, every checkpoint_every steps, the whole run state to OUT.ckpt (atomically); at the end
- * OUT.part is renamed to OUT and OUT.ckpt removed. --resume continues from OUT.ckpt and rewrites
- * OUT.part from its metric buffers, so the datasets come out identical to an uninterrupted run. */
+ * advance in blocks of B through a block engine (src/decode/engine.h): the CPU lockstep engine
+ * (--threads pthreads; results do not depend on the thread count or B) or, with --device cuda,
+ * the GPU's. The driver owns the rest: after each block the completed columns go to OUT.part
+ * (HDF5) and, every checkpoint_every steps, the whole run state (the engine's and the metric
+ * buffers) to OUT.ckpt (atomically); at the end OUT.part is renamed to OUT and OUT.ckpt removed.
+ * --resume continues from OUT.ckpt and rewrites OUT.part from its metric buffers, so the
+ * datasets come out identical to an uninterrupted run. */
 #ifndef RSSM_DRIVER_RUN_H
 #define RSSM_DRIVER_RUN_H
 

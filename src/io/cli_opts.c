@@ -161,7 +161,6 @@ void cli_help(const cli_spec *s, FILE *out) {
   const int col = 22; /* where the help text starts */
   for (int k = 0; k < s->nopts; k++) {
     const cli_opt *o = &s->opts[k];
-    if (o->flags & CLI_HIDDEN) continue;
     char head[96];
     int n = snprintf(head, sizeof head, "  %s%s%s", o->name, o->meta ? " " : "",
                      o->meta ? o->meta : "");

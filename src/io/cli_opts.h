@@ -28,9 +28,8 @@ typedef enum {
 
 enum {
   CLI_ONCE = 1,   /* giving the option twice is an error (otherwise the last one counts) */
-  CLI_STRTOL = 2, /* CLI_INT/CLI_I64: decimal as strtol reads it (a sign, leading blanks), not
+  CLI_STRTOL = 2  /* CLI_INT/CLI_I64: decimal as strtol reads it (a sign, leading blanks), not
                    * the default unsigned decimal-or-0x-hex */
-  CLI_HIDDEN = 4  /* parsed but left out of --help (kept for old scripts) */
 };
 
 typedef struct {
@@ -43,7 +42,7 @@ typedef struct {
   int64_t lo, hi;     /* CLI_INT / CLI_I64 range */
   double dlo, dhi;    /* CLI_DOUBLE range */
   const char *expect; /* what a bad value is told it should be; NULL: derived from the range */
-  int flags;          /* CLI_ONCE | CLI_STRTOL | CLI_HIDDEN */
+  int flags;          /* CLI_ONCE | CLI_STRTOL */
   int max;            /* CLI_LIST capacity */
   int *count;         /* CLI_LIST: values so far */
   int (*parse)(const char *value, void *dest, char *expected, size_t len); /* CLI_CALL */

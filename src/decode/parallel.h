@@ -1,8 +1,8 @@
 /* A minimal parallel for: n independent items on `threads` pthreads, each item exactly once.
  * Items are handed out in index order from a shared counter; which thread runs which item does
  * not matter to callers (each item writes only its own outputs). */
-#ifndef RSSM_DRIVER_PARALLEL_H
-#define RSSM_DRIVER_PARALLEL_H
+#ifndef RSSM_DECODE_PARALLEL_H
+#define RSSM_DECODE_PARALLEL_H
 
 #include <stdint.h>
 

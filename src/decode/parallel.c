@@ -1,5 +1,5 @@
 /* parallel_for (parallel.h) with pthreads and a mutex-protected counter. */
-#include "src/driver/parallel.h"
+#include "src/decode/parallel.h"
 
 #include <pthread.h>
 
