@@ -1811,7 +1811,7 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
 #define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, sm, s>>>(d, src, op, q, o, nstore, pm, pl)
     const int ntiles = (d.dv + 31) / 32;
     const size_t sm3 = mat3_smem_bytes(ntiles, d.cap, d.dv, d.dk);
-    if (st->kernels == SSM_CUDA_KERNELS_V3 && f32 && sm3 <= st->smem_optin) {
+    if (st->kernels == SSM_CUDA_KERNELS_V3 && f32 && sm3 <= st->smem_optin && ntiles <= 8) {
       /* v3: the fp32 materialisation with the whole tile in flight */
       if (d.dk <= 128) mat3_kernel<4><<<grid, 32 * ntiles, sm3, s>>>(d, src, op, q, o, nstore, pm, pl);
       else mat3_kernel<8><<<grid, 32 * ntiles, sm3, s>>>(d, src, op, q, o, nstore, pm, pl);
@@ -1839,7 +1839,8 @@ bool launch_readout_v3(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const size_t srow = rd.scales_off >= 0 ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
   const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d.dk, d.cap, d.dv);
   const size_t psm = pre3_smem_bytes(d.cap, nq, d.hpg, d.dk, op == OP_STEP ? 1 : d.T);
-  if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256) return false;
+  /* one warp per 32 rows within the kernels' 256-thread launch bounds */
+  if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
   pre3_kernel<<<dim3((unsigned)d.G, (unsigned)st->B), PRE_WARPS * 32, psm, s>>>(d, op, q, nt, st->coefs, st->nq_max);
   dim3 grid((unsigned)d.H, (unsigned)st->B);
   const unsigned thr = (unsigned)(32 * ntiles);
