@@ -11,7 +11,7 @@
 # carried and $OUT the output folder:
 #   bash scripts/bench/kernels_session.sh
 #
-# Steps (each under `timeout`; at most 225 s of timeouts, under 4 minutes in all):
+# Steps (each under `timeout`; at most 230 s of timeouts, under 4 minutes in all):
 #   1. gpu_check_ssm with RSSM_SSM_KERNELS=v3, every check at half the steps (the v3 readout, the
 #      mixed-T verification of point 4, the decoders, the snapshot baseline)
 #   2. gpu_check_ssm with v2, the mixed-T checks only (v2 passed the rest on the H200 before;
@@ -20,6 +20,8 @@
 #      need (std B = 1, 256; spec T = 8 a = 1; lp fp32, bf16, fp8, nvfp4), each configuration
 #      checked bit for bit first (3 rows), and the verdict table (targets_K.csv is rewritten after
 #      every table, so a run stopped by its timeout still leaves the verdicts it reached)
+#   4. replayssm bench kernels --parts skip --kernels v3 on nano and qwen4b: Appendix F's skip=
+#      timed (non-flush step with and without the threshold), appended to bench_v3.log
 # Writes 8 files into $OUT: device.txt, check_v3.log, check_v2.log, bench_v3.log, bench_v3.csv,
 # bench_v2.log, bench_v2.csv, targets.csv (kernels,target,shape,value,unit,goal,sense,verdict).
 # Prints a compact summary: the checks' verdict lines and both target tables.
@@ -49,17 +51,22 @@ step() { # name timeout_s log command...: runs it into log, records its exit sta
 }
 
 # 1-2. bit identity against the CPU engine
-RSSM_SSM_KERNELS=v3 step "gpu_check_ssm v3" 90 "$OUT/check_v3.log" "$BIN/gpu_check_ssm" 0.5
+RSSM_SSM_KERNELS=v3 step "gpu_check_ssm v3" 85 "$OUT/check_v3.log" "$BIN/gpu_check_ssm" 0.5
 RSSM_SSM_KERNELS=v2 step "gpu_check_ssm v2 mixedT" 20 "$OUT/check_v2.log" "$BIN/gpu_check_ssm" 0.5 mixedT
 
 # 3. the targets, v3 then v2 (CSV rewritten after each table: a time-out keeps what finished)
 for k in v3 v2; do
-  lim=65
-  [ "$k" = v2 ] && lim=50
+  lim=60
+  [ "$k" = v2 ] && lim=45
   step "bench kernels --targets-only --kernels $k" "$lim" "$OUT/bench_$k.log" "$BIN/replayssm" bench \
     kernels --targets-only --kernels "$k" --iters 7 --warmup 2 --check-batch 3 \
     --out "$OUT/bench_$k.csv" --targets "$OUT/targets_$k.csv"
 done
+# 4. Appendix F's skip= timed (v3 only), two shapes, appended to bench_v3.log
+step "bench kernels --parts skip --kernels v3" 20 "$OUT/skip_v3.tmp" "$BIN/replayssm" bench kernels \
+  --parts skip --kernels v3 --shapes nano,qwen4b --iters 5 --warmup 1 --check-batch 3
+{ echo; echo "==== --parts skip --kernels v3 --shapes nano,qwen4b"; cat "$OUT/skip_v3.tmp"; } >> "$OUT/bench_v3.log"
+rm -f "$OUT/skip_v3.tmp"
 {
   echo "kernels,target,shape,value,unit,goal,sense,verdict"
   for k in v3 v2; do
@@ -74,11 +81,13 @@ for f in check_v3 check_v2; do
   echo "-- $f: $(grep -c 'FAIL' "$OUT/$f.log") FAIL line(s)"
   grep -E '^(decoders|PASS|FAIL)|FAIL$' "$OUT/$f.log" | head -12
 done
+echo "-- skip= (v3): $(grep -E '^timed' "$OUT/bench_v3.log" | wc -l) timed line(s)"
+grep -E '^(timed|check .*skip.*FAIL)' "$OUT/bench_v3.log" | cut -c1-160
 for k in v3 v2; do
   echo "-- bench $k"
   grep -E '^(copy bandwidth|check .*FAIL|PASS:|FAIL:)' "$OUT/bench_$k.log" | head -8
   if grep -q '^== issue 17 targets' "$OUT/bench_$k.log"; then
-    sed -n '/^== issue 17 targets/,$p' "$OUT/bench_$k.log" | grep -vE '^(PASS|FAIL):' | cut -c1-74
+    awk '/^== issue 17 targets/{on=1} on{print substr($0,1,74)} on&&/^targets:/{exit}' "$OUT/bench_$k.log"
   else
     echo "(run cut short: the verdicts it reached)"
     grep "^$k," "$OUT/targets.csv" | cut -d, -f2-

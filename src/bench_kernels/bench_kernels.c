@@ -232,6 +232,10 @@ static int copies_for(double state_bytes) {
   return k < 1 ? 1 : (k > 64 ? 64 : k);
 }
 
+/* The decays of the timing inputs, U(lo, hi), the same at every step of a graph: 0.9 .. 0.9999
+ * (states stay bounded), except while part skip times its threshold on faster decays. */
+static float timing_alpha_lo = 0.9f, timing_alpha_hi = 0.9999f;
+
 /* Builds K copies of cfg_text (snap_T > 0: the snapshot baseline with T drafts instead) at batch
  * B, with device-filled inputs; a[b] = accept for spec and snapshot rounds. Returns 0 or -1 (one
  * line printed). */
@@ -299,7 +303,7 @@ static int wl_build(workload *w, const char *cfg_text, const ssm_dims *d, int B,
   w->in.k = p + 2 * nH + nV;
   w->in.q = p + 2 * nH + nV + nK;
   /* the ranges of the first timings (decays 0.9 .. 0.9999, small keys): states stay bounded */
-  int rc = bench_fill_uniform(p, nH, 1, 0.9f, 0.9999f, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
+  int rc = bench_fill_uniform(p, nH, 1, timing_alpha_lo, timing_alpha_hi, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
            bench_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
            bench_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
            bench_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
@@ -753,6 +757,57 @@ static void part_lp(bench *bn, int si) {
   }
 }
 
+/* Part skip, timed (v3 kernels, the only readout that skips): the non-flush step of `replay L=16
+ * ckpt=fp32` with and without skip=thr on timing decays alpha ~ U(0.1, 0.6), constant per head
+ * over the graph's steps, so that head h's checkpoint weight after n records is alpha^n and the
+ * reads skipped are those with alpha^n < thr (counted here for the same decays). Rows: part skip,
+ * variant "timed", us = the non-flush step, model_ratio = the fraction of head reads skipped. */
+static void skip_timed(bench *bn, int si, double thr) {
+  const shape *sh = &all_shapes[si];
+  const int L = 16, B = 256;
+  if (strcmp(bn->o->kernels, "v3") != 0) {
+    printf("(skip= is timed with --kernels v3 only: the v2 and legacy readouts do not skip)\n");
+    return;
+  }
+  const float lo = 0.1f, hi = 0.6f;
+  double skipped = 0.0;
+  const int nsamp = 4096;
+  for (int s = 0; s < nsamp; s++) { /* alpha on a uniform grid, one per head */
+    const double alpha = lo + (hi - lo) * (s + 0.5) / nsamp;
+    for (int n = 1; n < L; n++) skipped += pow(alpha, n) < thr ? 1.0 : 0.0;
+  }
+  const double frac = skipped / ((double)nsamp * (L - 1));
+  char cfg[2][96];
+  snprintf(cfg[0], sizeof cfg[0], "replay L=%d ckpt=fp32", L);
+  snprintf(cfg[1], sizeof cfg[1], "replay L=%d ckpt=fp32 skip=%.3g", L, thr);
+  double nf[2] = {-1.0, -1.0};
+  timing_alpha_lo = lo;
+  timing_alpha_hi = hi;
+  for (int v = 0; v < 2; v++) {
+    int ok = check_config(bn->ck, sh, cfg[v], 0);
+    double us = -1.0, fl = -1.0;
+    int k = 0;
+    if (ok) time_standard(bn, cfg[v], &sh->d, B, &us, &nf[v], &fl, &k);
+    result *r = add_result(bn->rs);
+    if (!r) break;
+    fill_common(r, "skip", sh, cfg[v], B);
+    snprintf(r->variant, sizeof r->variant, "timed");
+    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    r->L = L;
+    r->copies = k;
+    r->us = r->us_nonflush = nf[v];
+    r->us_flush = fl;
+    r->model_ratio = r->model_ratio_paper = v == 1 ? frac : 0.0;
+  }
+  timing_alpha_lo = 0.9f;
+  timing_alpha_hi = 0.9999f;
+  printf("timed, alpha~U(%.1f:%.1f) per head, B = %d: non-flush step %.1f us, with skip=%.3g %.1f us "
+         "(%.1f %% less); %.1f %% of head reads below the threshold\n",
+         (double)lo, (double)hi, B, nf[0], thr, nf[1], nf[0] > 0 && nf[1] > 0 ? 100.0 * (1.0 - nf[1] / nf[0]) : 0.0,
+         100.0 * frac);
+  fflush(stdout);
+}
+
 /* Part skip (Appendix F): a non-flush step at h records since the flush could skip a head's
  * checkpoint read when gamma_h = prod of its h decays < threshold (the checkpoint's term
  * gamma_h C q is then below the threshold relative to C q). Counted over the decays the timing
@@ -797,6 +852,7 @@ static void part_skip(bench *bn, int si) {
     r->model_ratio_paper = frac;
     printf("%-28s %14.1f %14.1f %10.2f\n", names[dist], per_step / 1e6, per_step * frac / 1e6, 100.0 * frac);
   }
+  skip_timed(bn, si, thr);
 }
 
 /* ------------------------------------------------------------------------------------------------

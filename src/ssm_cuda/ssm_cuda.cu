@@ -54,6 +54,7 @@ struct dev_state {
   int B, H, dv, dk, G, hpg, cap, L, T, gdn, conventional, spec, split, recompute;
   int *base, *h, *pending, *flushed, *flag, *misuse;
   int *ndraft;                /* [B] this verification's drafts per row (0..T) */
+  double skip;                /* Appendix F threshold (cfg.skip; 0 = off; v3 readout only) */
   uint64_t *nflush;
   uint32_t *event;            /* [B][H] */
   const uint64_t *matrix_id;  /* [B][H] */
@@ -1312,7 +1313,8 @@ __device__ inline float reduce_sums(float *v /* [K] */, int lane) {
  * written to cd[qi][row0 + r] for rows r < rn. */
 template <int M, int QG>
 __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *ys /* [nq][dk] */, int nq,
-                                int dk, int dv, int row0, int rn, int lane, float *cd /* [nq][dv] */) {
+                                int dk, int dv, int row0, int rn, int lane, float *cd /* [nq][dv] */,
+                                const float *cf /* [nq][cap + 1] */, int cap, double skip) {
   for (int q0 = 0; q0 < nq; q0 += QG) {
     float v[QG * R3];
 #pragma unroll
@@ -1336,7 +1338,12 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *
     }
     const float sum = reduce_sums<QG * R3>(v, lane);
     const int idx = lane / (32 / (QG * R3)), qi = q0 + idx / R3, r = idx % R3;
-    if (lane % (32 / (QG * R3)) == 0 && qi < nq && r < rn) cd[(size_t)qi * dv + row0 + r] = sum;
+    if (lane % (32 / (QG * R3)) == 0 && qi < nq && r < rn) {
+      /* Appendix F (ssm_readout): a query whose checkpoint weight gamma_n = w_0 is below the
+         threshold (compared as doubles) counts C_i . y as +0 */
+      const bool sk = skip > 0.0 && (double)cf[(size_t)qi * (cap + 1) + cap] < skip;
+      cd[(size_t)qi * dv + row0 + r] = sk ? 0.0f : sum;
+    }
   }
 }
 
@@ -1384,6 +1391,15 @@ __global__ void __launch_bounds__(256, 2)
           reinterpret_cast<const uint8_t *>(d.rec_x + (((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv),
           (size_t)dv * sizeof(float), threadIdx.x, nthr);
   cp_async_commit();
+  /* Appendix F: with skip=THR the coefficients come first, and a head whose every query has
+     w_0 < THR loads no checkpoint byte at all (that is the time the threshold saves) */
+  bool all_skip = false;
+  if (d.skip > 0.0) { /* block-uniform */
+    cp_async_wait<0>();
+    __syncthreads();
+    all_skip = true;
+    for (int qi = 0; qi < nq; qi++) all_skip = all_skip && (double)cf[(size_t)qi * (cap + 1) + cap] < d.skip;
+  }
 
   /* groups 1-4: this warp's tile, 8 rows each (codes, then block scales) */
   const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
@@ -1399,22 +1415,26 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll
   for (int c = 0; c < 4; c++) {
     const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
-    if (rn > 0) {
+    if (rn > 0 && !all_skip) {
       stage(tcodes + (size_t)r0 * code_row, gcodes + (size_t)r0 * code_row, (size_t)rn * code_row, lane, 32);
       if (scaled)
         stage(tscales + (size_t)r0 * scale_row, gscales + (size_t)r0 * scale_row, (size_t)rn * scale_row, lane, 32);
     }
     cp_async_commit();
   }
-  const float s_dec = (!from_S && rd.kind == QF_NVFP4) ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f;
+  const float s_dec =
+      (!from_S && !all_skip && rd.kind == QF_NVFP4) ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f;
 
   cp_async_wait<4>(); /* this thread's group 0 */
   __syncthreads();    /* everyone's */
 
+  if (all_skip)
+    for (int qi = 0; qi < nq; qi++)
+      if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
 #pragma unroll 1
   for (int c = 0; c < 4; c++) {
     const int r0 = c * R3;
-    if (r0 >= nr) break; /* warp-uniform */
+    if (r0 >= nr || all_skip) break; /* warp-uniform */
     if (c == 0) cp_async_wait<3>();
     else if (c == 1) cp_async_wait<2>();
     else if (c == 2) cp_async_wait<1>();
@@ -1435,9 +1455,9 @@ __global__ void __launch_bounds__(256, 2)
     }
     const int rn = nr - r0 < R3 ? nr - r0 : R3;
     /* a step has 1 (Mamba-2) or 2 (GDN) queries: 8 or 16 sums per reduction, else 32 */
-    if (nq == 1) cy_chunk<M, 1>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd);
-    else if (nq == 2) cy_chunk<M, 2>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd);
-    else cy_chunk<M, QG3>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd);
+    if (nq == 1) cy_chunk<M, 1>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else if (nq == 2) cy_chunk<M, 2>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else cy_chunk<M, QG3>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
   }
   __syncwarp();
   if (lane >= nr) return;
@@ -1698,6 +1718,7 @@ dev_state dev_of(const ssm_cuda_state *st) {
   d.flag = st->flag;
   d.misuse = st->misuse;
   d.ndraft = st->ndraft;
+  d.skip = c->skip;
   d.nflush = st->nflush;
   d.event = st->event;
   d.matrix_id = st->matrix_id;
@@ -1827,6 +1848,16 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   if (nstore > 0) return;
   store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pm.v, pm.sr_on, pm.seed, pm.stream);
   if (d.split) store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pl.v, pl.sr_on, pl.seed, pl.stream);
+}
+
+/* Whether the v3 readout runs for every operation of a state (the largest staged row: a
+ * verification's fp32 S row; the largest scale row: 4 bytes per 8 elements bounds every format). */
+bool v3_readout_fits(int cap, int nq, const ssm_dims *d, size_t optin) {
+  const int ntiles = (d->dv + 31) / 32;
+  const size_t crow = (size_t)d->dk * sizeof(float), srow = ((size_t)d->dk + 7) / 8 * 4;
+  const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d->dk, cap, d->dv);
+  const size_t psm = pre3_smem_bytes(cap, nq, d->H / d->G, d->dk, nq);
+  return L.total <= optin && psm <= optin && d->dk <= 256 && ntiles <= 8;
 }
 
 /* The v3 readout (pre3 + ro3) when its shared memory fits; false (nothing launched) otherwise,
@@ -1961,8 +1992,6 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
     return rssm_fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
     return rssm_fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
-  /* Appendix F's skip= has a CPU reference only (src/ssm/ssm_replay.c); no kernel skips a read. */
-  if (cfg->skip > 0.0) return rssm_fail(err, errlen, "skip= is CPU-only for now");
   if (!sequences) return rssm_fail(err, errlen, "no sequence ids");
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return rssm_fail(err, errlen, "no CUDA device");
@@ -1998,6 +2027,11 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
                 : kv && strcmp(kv, "v3") == 0     ? SSM_CUDA_KERNELS_V3
                                                   : SSM_CUDA_KERNELS_DEFAULT;
   if (st->kernels == SSM_CUDA_KERNELS_V3 && raise_smem_v3(optin, err, errlen) != 0) return -1;
+  /* Appendix F's skip= lives in the v3 readout only; it must then run for every readout */
+  if (cfg->skip > 0.0 && st->kernels != SSM_CUDA_KERNELS_V3)
+    return rssm_fail(err, errlen, "skip= needs the v3 kernels (RSSM_SSM_KERNELS=v3)");
+  if (cfg->skip > 0.0 && !v3_readout_fits(st->cap, nq, d, (size_t)optin))
+    return rssm_fail(err, errlen, "skip=: the v3 readout does not fit this shape (%d x %d)", d->dv, d->dk);
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;

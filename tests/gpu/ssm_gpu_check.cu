@@ -6,7 +6,8 @@
  * src/bench_kernels/ssm_check.cu, which `replayssm bench kernels` also runs before it times a
  * kernel. docs/ssm-cuda.md explains why everything is expected to agree exactly (no tolerance is
  * needed). Runs marked `mixedT` give the rows of each verification their own number of drafts,
- * 0 included (issue 17 point 4). Exit status 0 only when all agree.
+ * 0 included (issue 17 point 4); with RSSM_SSM_KERNELS=v3 the skip= configurations run too
+ * (Appendix F, point 3). Exit status 0 only when all agree.
  *
  * Usage: [RSSM_SSM_KERNELS=v2|legacy|v3] gpu_check_ssm [steps_scale (default 1.0)] [ONLY]
  * (default: v2). ONLY: run only the checks whose label contains it (e.g. mixedT, snapshot); the
@@ -98,6 +99,17 @@ int main(int argc, char **argv) {
         failures += !ok;
         print_line(kname, sh.name, c, t, ok);
       }
+      /* issue 17 point 3: Appendix F's skip= in the v3 readout (the check inputs' decays
+         1 - 10^-U(0.5, 4) put many heads below the thresholds within a window) */
+      if (strcmp(getenv("RSSM_SSM_KERNELS"), "v3") == 0)
+        for (const char *c : {"replay L=16 ckpt=fp32 skip=1e-2", "replay L=16 hp=fp32 lp=nvfp4 skip=1e-3",
+                              "spec L=16 T=4 ckpt=fp8/sr skip=1e-2 accept=uniform"}) {
+          if (!wanted(c)) continue;
+          ssm_check_tally t;
+          bool ok = ssm_check_run(c, &d, kB, steps, steps / 2, sh.graph, &t) == 0;
+          failures += !ok;
+          print_line(kname, sh.name, c, t, ok);
+        }
       /* issue 17 point 4: rows of one verification with different T, 0 included (ssm_check.h) */
       for (const char *c : {"spec L=16 T=8 ckpt=fp32 accept=uniform", "spec L=16 T=4 hp=fp32 lp=nvfp4 accept=uniform",
                             "spec L=12 T=6 hp=fp16/sr lp=fp8 accept=geom:0.7"}) {
