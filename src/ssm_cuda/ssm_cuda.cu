@@ -1211,6 +1211,13 @@ __device__ inline void cp_async(void *smem_dst, const void *gsrc, int bytes) {
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+/* Chunk c of 4 (commit groups issued in order, the last one last): wait until it has arrived. */
+__device__ inline void cp_async_wait_chunk(int c) {
+  if (c == 0) cp_async_wait<3>();
+  else if (c == 1) cp_async_wait<2>();
+  else if (c == 2) cp_async_wait<1>();
+  else cp_async_wait<0>();
+}
 
 /* Copies len bytes from global src to shared dst (16-byte aligned) with the threads t = 0..nt-1
  * of a group: 16-, 8- or 4-byte asynchronous pieces when src and len allow, else plain byte
@@ -1435,10 +1442,7 @@ __global__ void __launch_bounds__(256, 2)
   for (int c = 0; c < 4; c++) {
     const int r0 = c * R3;
     if (r0 >= nr || all_skip) break; /* warp-uniform */
-    if (c == 0) cp_async_wait<3>();
-    else if (c == 1) cp_async_wait<2>();
-    else if (c == 2) cp_async_wait<1>();
-    else cp_async_wait<0>();
+    cp_async_wait_chunk(c);
     __syncwarp();
     float x[R3][M];
 #pragma unroll
@@ -1562,10 +1566,7 @@ __global__ void __launch_bounds__(256, 2)
     const int r0 = c0 * R3;
     if (r0 >= nr) break; /* warp-uniform */
     const int rn = nr - r0 < R3 ? nr - r0 : R3;
-    if (c0 == 0) cp_async_wait<3>();
-    else if (c0 == 1) cp_async_wait<2>();
-    else if (c0 == 2) cp_async_wait<1>();
-    else cp_async_wait<0>();
+    cp_async_wait_chunk(c0);
     __syncwarp();
     float x[R3][M];
 #pragma unroll
