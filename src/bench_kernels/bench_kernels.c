@@ -42,6 +42,7 @@
 #include "quant/format.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
+#include "src/bench_kernels/targets.h"
 #include "src/io/cli_opts.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
@@ -50,7 +51,8 @@
 #define USAGE                                                                                   \
   "bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
   "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
-  "                        [--kernels v2|legacy] [--out FILE.csv|FILE.json]"
+  "                        [--kernels v2|legacy|v3] [--targets-only] [--targets FILE.csv]\n" \
+  "                        [--out FILE.csv|FILE.json]"
 
 #define MAX_LIST 32
 #define CMD "bench kernels"
@@ -87,7 +89,9 @@ typedef struct {
   int iters, warmup, check_batch, quick;
   double skip_threshold;
   const char *out;
-  const char *kernels; /* "v2" or "legacy" (RSSM_SSM_KERNELS for ssm_cuda_build) */
+  const char *targets_out; /* --targets: the issue-17 verdicts as CSV */
+  int targets_only;        /* --targets-only: just the measurements the targets need */
+  const char *kernels; /* "v2", "legacy" or "v3" (RSSM_SSM_KERNELS for ssm_cuda_build) */
 } options;
 
 /* ------------------------------------------------------------------------------------------------
@@ -228,6 +232,10 @@ static int copies_for(double state_bytes) {
   return k < 1 ? 1 : (k > 64 ? 64 : k);
 }
 
+/* The decays of the timing inputs, U(lo, hi), the same at every step of a graph: 0.9 .. 0.9999
+ * (states stay bounded), except while part skip times its threshold on faster decays. */
+static float timing_alpha_lo = 0.9f, timing_alpha_hi = 0.9999f;
+
 /* Builds K copies of cfg_text (snap_T > 0: the snapshot baseline with T drafts instead) at batch
  * B, with device-filled inputs; a[b] = accept for spec and snapshot rounds. Returns 0 or -1 (one
  * line printed). */
@@ -295,7 +303,7 @@ static int wl_build(workload *w, const char *cfg_text, const ssm_dims *d, int B,
   w->in.k = p + 2 * nH + nV;
   w->in.q = p + 2 * nH + nV + nK;
   /* the ranges of the first timings (decays 0.9 .. 0.9999, small keys): states stay bounded */
-  int rc = bench_fill_uniform(p, nH, 1, 0.9f, 0.9999f, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
+  int rc = bench_fill_uniform(p, nH, 1, timing_alpha_lo, timing_alpha_hi, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
            bench_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
            bench_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
            bench_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
@@ -654,7 +662,9 @@ static void part_spec(bench *bn, int si) {
     if (T > L) continue;
     double us_sn = -1.0, us_a1 = -1.0, us_aT = -1.0;
     int k = 0;
-    int ok = check_config(bn->ck, sh, NULL, T);
+    /* --targets-only: the target needs output-only a = 1 alone (no snapshot baseline, no a = T) */
+    const int want_all = !bn->o->targets_only;
+    int ok = want_all ? check_config(bn->ck, sh, NULL, T) : 0;
     if (ok) time_rounds(bn, NULL, d, B, T, 1, &us_sn, &k);
     result *r = add_result(bn->rs);
     if (!r) return;
@@ -669,12 +679,12 @@ static void part_spec(bench *bn, int si) {
     r->us = us_sn;
     r->model_bytes = mat * (1.0 + T);
     r->model_ratio = r->model_ratio_paper = (1.0 + T) / 2.0;
-    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    if (!ok) snprintf(r->check, sizeof r->check, want_all ? "FAIL" : "-");
     fill_rates(bn, r, cu);
     double gb_sn = r->gbps;
     for (int v = 0; v < 2; v++) {
       const int a = v == 0 ? 1 : T;
-      if (v == 1 && T == 1) {
+      if (v == 1 && (T == 1 || !want_all)) {
         us_aT = us_a1;
         break;
       }
@@ -747,6 +757,57 @@ static void part_lp(bench *bn, int si) {
   }
 }
 
+/* Part skip, timed (v3 kernels, the only readout that skips): the non-flush step of `replay L=16
+ * ckpt=fp32` with and without skip=thr on timing decays alpha ~ U(0.1, 0.6), constant per head
+ * over the graph's steps, so that head h's checkpoint weight after n records is alpha^n and the
+ * reads skipped are those with alpha^n < thr (counted here for the same decays). Rows: part skip,
+ * variant "timed", us = the non-flush step, model_ratio = the fraction of head reads skipped. */
+static void skip_timed(bench *bn, int si, double thr) {
+  const shape *sh = &all_shapes[si];
+  const int L = 16, B = 256;
+  if (strcmp(bn->o->kernels, "v3") != 0) {
+    printf("(skip= is timed with --kernels v3 only: the v2 and legacy readouts do not skip)\n");
+    return;
+  }
+  const float lo = 0.1f, hi = 0.6f;
+  double skipped = 0.0;
+  const int nsamp = 4096;
+  for (int s = 0; s < nsamp; s++) { /* alpha on a uniform grid, one per head */
+    const double alpha = lo + (hi - lo) * (s + 0.5) / nsamp;
+    for (int n = 1; n < L; n++) skipped += pow(alpha, n) < thr ? 1.0 : 0.0;
+  }
+  const double frac = skipped / ((double)nsamp * (L - 1));
+  char cfg[2][96];
+  snprintf(cfg[0], sizeof cfg[0], "replay L=%d ckpt=fp32", L);
+  snprintf(cfg[1], sizeof cfg[1], "replay L=%d ckpt=fp32 skip=%.3g", L, thr);
+  double nf[2] = {-1.0, -1.0};
+  timing_alpha_lo = lo;
+  timing_alpha_hi = hi;
+  for (int v = 0; v < 2; v++) {
+    int ok = check_config(bn->ck, sh, cfg[v], 0);
+    double us = -1.0, fl = -1.0;
+    int k = 0;
+    if (ok) time_standard(bn, cfg[v], &sh->d, B, &us, &nf[v], &fl, &k);
+    result *r = add_result(bn->rs);
+    if (!r) break;
+    fill_common(r, "skip", sh, cfg[v], B);
+    snprintf(r->variant, sizeof r->variant, "timed");
+    if (!ok) snprintf(r->check, sizeof r->check, "FAIL");
+    r->L = L;
+    r->copies = k;
+    r->us = r->us_nonflush = nf[v];
+    r->us_flush = fl;
+    r->model_ratio = r->model_ratio_paper = v == 1 ? frac : 0.0;
+  }
+  timing_alpha_lo = 0.9f;
+  timing_alpha_hi = 0.9999f;
+  printf("timed, alpha~U(%.1f:%.1f) per head, B = %d: non-flush step %.1f us, with skip=%.3g %.1f us "
+         "(%.1f %% less); %.1f %% of head reads below the threshold\n",
+         (double)lo, (double)hi, B, nf[0], thr, nf[1], nf[0] > 0 && nf[1] > 0 ? 100.0 * (1.0 - nf[1] / nf[0]) : 0.0,
+         100.0 * frac);
+  fflush(stdout);
+}
+
 /* Part skip (Appendix F): a non-flush step at h records since the flush could skip a head's
  * checkpoint read when gamma_h = prod of its h decays < threshold (the checkpoint's term
  * gamma_h C q is then below the threshold relative to C q). Counted over the decays the timing
@@ -791,6 +852,42 @@ static void part_skip(bench *bn, int si) {
     r->model_ratio_paper = frac;
     printf("%-28s %14.1f %14.1f %10.2f\n", names[dist], per_step / 1e6, per_step * frac / 1e6, 100.0 * frac);
   }
+  skip_timed(bn, si, thr);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Issue 17's targets: met or missed, from the rows above (targets.h decides)
+ * --------------------------------------------------------------------------------------------- */
+
+/* Prints (when print) the verdict table of the shapes run and writes it to --targets. Returns 0,
+ * or -1 when the CSV cannot be written. */
+static int report_targets(const results *rs, const options *o, const char *kernels, int print) {
+  bk_meas *m = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *m);
+  bk_target t[N_SHAPES * BK_N_TARGETS];
+  const char *names[N_SHAPES];
+  if (!m) return -1;
+  for (int i = 0; i < rs->n; i++) {
+    const result *r = &rs->r[i];
+    bk_meas x = {r->part, r->shape, r->config, r->variant, r->B, r->L, r->T, r->a, r->us, r->pct_copy, r->check};
+    m[i] = x;
+  }
+  for (int i = 0; i < o->nshapes; i++) names[i] = all_shapes[o->shapes[i]].name;
+  int nt = bk_targets_eval(m, rs->n, names, o->nshapes, t);
+  if (print) {
+    printf("\n== issue 17 targets (%s kernels): measured value and verdict per shape\n", kernels);
+    bk_targets_print(stdout, t, nt);
+  }
+  int rc = 0;
+  if (o->targets_out) {
+    FILE *f = fopen(o->targets_out, "w");
+    if (!f || bk_targets_write_csv(f, t, nt) != 0) {
+      cli_error(CMD, "cannot write %s", o->targets_out);
+      rc = -1;
+    }
+    if (f && fclose(f) != 0) rc = -1;
+  }
+  free(m);
+  return rc;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -912,7 +1009,23 @@ static void set_defaults(options *o) {
   o->nshapes = N_SHAPES;
   for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
   const char *env = getenv("RSSM_SSM_KERNELS");
-  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : "v2";
+  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : env && strcmp(env, "v3") == 0 ? "v3" : "v2";
+}
+
+/* --targets-only: the measurements of the issue-17 targets (targets.h) and nothing else: parts
+ * std (B = 1, 256), spec (T = 8) and lp (fp32, bf16, fp8, nvfp4). */
+static void apply_targets_only(options *o) {
+  o->nbatches = 2;
+  o->batches[0] = 1;
+  o->batches[1] = 256;
+  o->ndrafts = 1;
+  o->drafts[0] = 8;
+  o->nlp = 4;
+  o->lp_formats[0] = "fp32";
+  o->lp_formats[1] = "bf16";
+  o->lp_formats[2] = "fp8";
+  o->lp_formats[3] = "nvfp4";
+  o->parts = P_STD | P_SPEC | P_LP;
 }
 
 /* --quick: the short sweep. */
@@ -1026,8 +1139,8 @@ static int parse_counts(const char *iters, const char *warm, const char *cb, con
     }
     o->skip_threshold = x;
   }
-  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0) {
-    cli_error(CMD, "--kernels '%s': expected v2 or legacy", o->kernels);
+  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0 && strcmp(o->kernels, "v3") != 0) {
+    cli_error(CMD, "--kernels '%s': expected v2, legacy or v3", o->kernels);
     return 2;
   }
   if (o->out && !*o->out) {
@@ -1058,8 +1171,13 @@ static int parse_args(int argc, char **argv, options *o) {
       {.name = "--quick", .type = CLI_FLAG, .dest = &o->quick,
        .help = "batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays"},
       {.name = "--kernels", .type = CLI_STR, .dest = &o->kernels, .meta = "K", .def = "v2",
-       .help = "v2 or legacy: the engine's kernel version (sets RSSM_SSM_KERNELS;\n"
+       .help = "v2, legacy or v3: the engine's kernel version (sets RSSM_SSM_KERNELS;\n"
                "docs/ssm-cuda.md, \"Kernel versions\")"},
+      {.name = "--targets-only", .type = CLI_FLAG, .dest = &o->targets_only,
+       .help = "only what the issue-17 targets need: std at B 1,256; spec T 8;\n"
+               "lp fp32,bf16,fp8,nvfp4 (after --quick, before --shapes/--batches/--parts)"},
+      {.name = "--targets", .type = CLI_STR, .dest = &o->targets_out, .meta = "FILE",
+       .help = "the issue-17 target verdicts (printed at the end) also as CSV"},
       {.name = "--out", .type = CLI_STR, .dest = &o->out, .meta = "FILE",
        .help = "every measurement as CSV, or JSON when FILE ends in .json"},
   };
@@ -1083,6 +1201,7 @@ static int parse_args(int argc, char **argv, options *o) {
   int prc = cli_parse_or_help(&spec, argc, argv, &done);
   if (done) return prc == 0 ? -1 : prc; /* -1: --help was answered */
   if (o->quick) apply_quick(o);
+  if (o->targets_only) apply_targets_only(o);
   if (parse_shape_lists(shapes, batches, o) || parse_parts(parts, o)) return 2;
   return parse_counts(iters, warm, cb, thr, o);
 }
@@ -1154,9 +1273,12 @@ int bench_kernels_main(int argc, char **argv) {
     for (int i = 0; i < o.nshapes && rc == 0; i++) {
       part_fn[p](&bn, o.shapes[i]);
       if (o.out && write_results(o.out, &rs, dev, copy, date, o.kernels) != 0) rc = 1;
+      /* the verdicts so far, so that a run cut short still leaves them */
+      if (o.targets_out && report_targets(&rs, &o, o.kernels, 0) != 0) rc = 1;
     }
   }
   if (o.out && rc == 0) printf("\nwrote %d rows to %s\n", rs.n, o.out);
+  if (report_targets(&rs, &o, o.kernels, 1) != 0) rc = 1;
   printf("%s: %d check(s) failed%s\n", ck.failures || bn.cuda_failed ? "FAIL" : "PASS", ck.failures,
          bn.cuda_failed ? ", and a CUDA error (see above)" : "");
   free(rs.r);

@@ -276,8 +276,14 @@ struct gpu_state_holder {
   }
 };
 
+/* Mixed T (spec only): row b verifies nd = (5 b + 3 step) % (T + 1) drafts in step `step`, so every
+ * count 0..T occurs, rows of one batch differ, and rows with 0 drafts sit next to full ones. */
+int mixed_drafts(int b, int step, int T) { return (5 * b + 3 * step) % (T + 1); }
+
+const uint32_t kUntouched = 0xFFFFFFFFu; /* the output sentinel of mixed runs (a NaN pattern) */
+
 void run_one(ssm_check_tally &t, const char *cfg_text, const ssm_dims &d, int B, int steps, int flush_at,
-             bool use_graph) {
+             bool use_graph, bool mixed_t) {
   ssm_config cfg;
   char err[200];
   if (ssm_config_parse(cfg_text, &cfg, err, sizeof err) != 0) {
@@ -308,6 +314,10 @@ void run_one(ssm_check_tally &t, const char *cfg_text, const ssm_dims &d, int B,
   }
   const bool spec = cfg.strategy == SSM_SPEC;
   const int n = spec ? cfg.T : 1;
+  if (mixed_t && !spec) {
+    set_error(t, "mixed T needs a spec configuration");
+    return;
+  }
   const int phase = cfg.strategy == SSM_CONVENTIONAL ? 16 : cfg.L;
   const size_t out_row = (size_t)n * d.H * d.dv;
 
@@ -316,7 +326,10 @@ void run_one(ssm_check_tally &t, const char *cfg_text, const ssm_dims &d, int B,
   cudaStream_t s = sh.s;
   dev_inputs din;
   din.alloc(d, B, n);
-  dev_buf bo, bact, ba;
+  dev_buf bo, bact, ba, bnd;
+  CK(cudaMalloc(&bnd.p, (size_t)B * sizeof(int)));
+  int *d_nd = static_cast<int *>(bnd.p);
+  std::vector<int> nd((size_t)B, n);
   CK(cudaMalloc(&bo.p, B * out_row * sizeof(float)));
   CK(cudaMemset(bo.p, 0, B * out_row * sizeof(float)));
   CK(cudaMalloc(&bact.p, (size_t)B));
@@ -339,8 +352,15 @@ void run_one(ssm_check_tally &t, const char *cfg_text, const ssm_dims &d, int B,
     make_inputs(in, d, B, n, (uint32_t)step, (uint32_t)d.kind);
     din.upload(in);
     CK(cudaMemcpy(d_active, active.data(), (size_t)B, cudaMemcpyHostToDevice));
+    if (mixed_t) {
+      for (int b = 0; b < B; b++) nd[(size_t)b] = mixed_drafts(b, step, n);
+      CK(cudaMemcpy(d_nd, nd.data(), (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
+      /* every output not written by this operation must keep the sentinel */
+      CK(cudaMemset(d_o, 0xFF, B * out_row * sizeof(float)));
+    }
     CK(cudaDeviceSynchronize()); /* pageable copies may still be in flight on return */
     int rc = run_op(use_graph, g_op, s, [&](cudaStream_t st_) {
+      if (mixed_t) return ssm_cuda_verify_n(&g, &dview, d_nd, d_active, d_o, st_);
       return spec ? ssm_cuda_verify(&g, &dview, d_active, d_o, st_) : ssm_cuda_step(&g, &dview, d_active, d_o, st_);
     });
     if (rc != 0) {
@@ -352,23 +372,43 @@ void run_one(ssm_check_tally &t, const char *cfg_text, const ssm_dims &d, int B,
     for_rows(active, [&](int b) {
       ssm_inputs x = cpu_view(in, d, n, b, gdn);
       float *o = o_cpu.data() + (size_t)b * out_row;
-      cpu_rc[(size_t)b] = spec ? ssm_verify(&cpu[(size_t)b], &x, o) : ssm_step(&cpu[(size_t)b], &x, o);
+      cpu_rc[(size_t)b] = mixed_t ? ssm_verify_n(&cpu[(size_t)b], &x, nd[(size_t)b], o)
+                          : spec  ? ssm_verify(&cpu[(size_t)b], &x, o)
+                                  : ssm_step(&cpu[(size_t)b], &x, o);
     });
+    const size_t tok_out = (size_t)d.H * d.dv;
     for (int b = 0; b < B; b++) {
+      /* the outputs the row wrote: all of them, or in a mixed run its first nd[b] drafts */
+      const size_t wrote = active[(size_t)b] ? (mixed_t ? (size_t)nd[(size_t)b] * tok_out : out_row) : 0;
+      if (mixed_t)
+        for (size_t i = wrote; i < out_row; i++) {
+          t.outputs++;
+          uint32_t bits;
+          memcpy(&bits, &o_gpu[(size_t)b * out_row + i], sizeof bits);
+          if (bits != kUntouched) {
+            t.out_diff++;
+            note_first(t, "first: step %d row %d out[%zu] written beyond the row's %d drafts", step, b, i,
+                       active[(size_t)b] ? nd[(size_t)b] : 0);
+          }
+        }
       if (!active[(size_t)b]) continue;
       if (cpu_rc[(size_t)b] != 0) set_error(t, "cpu op failed at step %d row %d", step, b);
-      compare_outputs(t, o_gpu.data() + (size_t)b * out_row, o_cpu.data() + (size_t)b * out_row, out_row, step, b,
+      compare_outputs(t, o_gpu.data() + (size_t)b * out_row, o_cpu.data() + (size_t)b * out_row, wrote, step, b,
                       cpu[(size_t)b].h);
     }
     if (spec) {
-      for (int b = 0; b < B; b++)
-        a[(size_t)b] = active[(size_t)b] ? ssm_accept_draw(&cfg, kSeed, seqs[(size_t)b], round[(size_t)b]++) : 0;
+      for (int b = 0; b < B; b++) {
+        const int nb = nd[(size_t)b];
+        int ab = active[(size_t)b] && nb > 0 ? ssm_accept_draw(&cfg, kSeed, seqs[(size_t)b], round[(size_t)b]++) : 0;
+        if (ab > nb) ab = 1 + (ab - 1) % nb; /* mixed: within this round's drafts */
+        a[(size_t)b] = ab;
+      }
       CK(cudaMemcpy(d_a, a.data(), (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
       CK(cudaDeviceSynchronize());
       auto commit = [&](cudaStream_t st_) { return ssm_cuda_commit(&g, d_a, d_active, st_); };
       if (run_op(use_graph, g_commit, s, commit)) set_error(t, "cuda commit failed at step %d", step);
       for (int b = 0; b < B; b++)
-        if (active[(size_t)b] && ssm_commit(&cpu[(size_t)b], a[(size_t)b]) != 0)
+        if (active[(size_t)b] && a[(size_t)b] > 0 && ssm_commit(&cpu[(size_t)b], a[(size_t)b]) != 0)
           set_error(t, "cpu commit failed at step %d row %d", step, b);
     }
     if (cfg.strategy != SSM_CONVENTIONAL && step == flush_at) {
@@ -515,9 +555,14 @@ extern "C" int ssm_check_ok(const ssm_check_tally *t) {
 
 extern "C" int ssm_check_run(const char *cfg_text, const ssm_dims *dims, int B, int steps, int flush_at,
                              int use_graph, ssm_check_tally *t) {
+  return ssm_check_run_mixed(cfg_text, dims, B, steps, flush_at, use_graph, 0, t);
+}
+
+extern "C" int ssm_check_run_mixed(const char *cfg_text, const ssm_dims *dims, int B, int steps, int flush_at,
+                                   int use_graph, int mixed_t, ssm_check_tally *t) {
   memset(t, 0, sizeof *t);
   try {
-    run_one(*t, cfg_text, *dims, B, steps, flush_at, use_graph != 0);
+    run_one(*t, cfg_text, *dims, B, steps, flush_at, use_graph != 0, mixed_t != 0);
   } catch (const cuda_error &) {
     set_error(*t, "%s", cuda_error_text);
   }

@@ -47,6 +47,13 @@ int ssm_check_ok(const ssm_check_tally *t);
 int ssm_check_run(const char *cfg_text, const ssm_dims *dims, int B, int steps, int flush_at,
                   int use_graph, ssm_check_tally *t);
 
+/* The same; with mixed_t (spec only) row b verifies its own n = (5 b + 3 step) % (T + 1) drafts
+ * each round (ssm_cuda_verify_n against ssm_verify_n; 0 included: such a row must change
+ * nothing and commits nothing), acceptance drawn within n, and every output a row did not write
+ * must keep the sentinel it was filled with. */
+int ssm_check_run_mixed(const char *cfg_text, const ssm_dims *dims, int B, int steps, int flush_at,
+                        int use_graph, int mixed_t, ssm_check_tally *t);
+
 /* `rounds` spec rounds of T drafts of the snapshot baseline on B rows; row b accepts
  * a = 1 + (b + round) % T drafts, so every acceptance length is exercised. Returns 0 when
  * every output and every snapshot byte agrees, 1 otherwise. */

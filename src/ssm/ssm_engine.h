@@ -118,6 +118,13 @@ int ssm_step(ssm_state *st, const ssm_inputs *in, float *o /* [H][dv] */);
  * Returns 0, or -1 when not spec or a previous round is not committed. */
 int ssm_verify(ssm_state *st, const ssm_inputs *drafts, float *o /* [T][H][dv] */);
 
+/* The same with this round's own number of drafts, 0 <= T <= cfg.T (drafts and o hold T tokens):
+ * the flush test is h + T > L and commit accepts 1..T, so the row behaves exactly as a state
+ * configured with that T. T = 0 leaves the state untouched (bit for bit: no record, no flush, no
+ * change to `flushed`) and pending stays 0, so no commit follows. Returns 0, or -1 as ssm_verify
+ * (and for T outside [0, cfg.T]). */
+int ssm_verify_n(ssm_state *st, const ssm_inputs *drafts, int T, float *o /* [T][H][dv] */);
+
 /* Accept the first a drafts of the last verification (1 <= a <= T): h += a. Returns 0 or -1. */
 int ssm_commit(ssm_state *st, int a);
 

@@ -66,18 +66,27 @@ int ssm_step(ssm_state *st, const ssm_inputs *in, float *o) {
 }
 
 int ssm_verify(ssm_state *st, const ssm_inputs *drafts, float *o) {
-  if (st->cfg.strategy != SSM_SPEC || st->pending != 0 || !inputs_ok(st, drafts, o)) return -1;
+  return ssm_verify_n(st, drafts, st->cfg.T, o);
+}
+
+int ssm_verify_n(ssm_state *st, const ssm_inputs *drafts, int T, float *o) {
+  if (st->cfg.strategy != SSM_SPEC || st->pending != 0 || T < 0 || T > st->cfg.T) return -1;
+  /* A round without drafts is no operation at all: nothing is read, written, flushed or counted
+   * (not even `flushed` is cleared), so a batch can carry rows that verify nothing this round. */
+  if (T == 0) return 0;
+  if (!inputs_ok(st, drafts, o)) return -1;
   const ssm_dims *d = &st->dims;
-  const int T = st->cfg.T;
   const size_t gk = (size_t)d->G * d->dk, hv = (size_t)d->H * d->dv;
   st->flushed = 0;
-  /* Drafts go to records h+1..h+T; a flush below moves base past the committed ones only. */
+  /* Drafts go to records h+1..h+T; a flush below moves base past the committed ones only. The
+   * ring has L + cfg.T slots and h + T <= L after the flush test, so T <= cfg.T drafts fit. */
   for (int s = 0; s < T; s++) ssm_write_record(st, st->h + 1 + s, drafts, s);
   const float *C;
   if (st->h + T > st->cfg.L) {
     /* Appendix D.1: fold the committed records first, so that the ring never wraps onto
      * uncommitted data; the drafts' outputs then read the fp32 S that the flush just built (as
-     * Algorithm 3 reads C_hp on flush rounds). */
+     * Algorithm 3 reads C_hp on flush rounds). The test uses this round's T, so a row verifying
+     * T drafts behaves exactly as a state configured with that T. */
     flush_committed(st);
     C = st->S;
   } else {

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "src/io/errbuf.h"
+#include "quant/decode_fast.h"
 #include "quant/numerics.h"
 #include "quant/quant.h"
 #include "src/ssm/ssm_math.h"
@@ -52,6 +53,8 @@ constexpr int BOOK_THREADS = 128;
 struct dev_state {
   int B, H, dv, dk, G, hpg, cap, L, T, gdn, conventional, spec, split, recompute;
   int *base, *h, *pending, *flushed, *flag, *misuse;
+  int *ndraft;                /* [B] this verification's drafts per row (0..T) */
+  double skip;                /* Appendix F threshold (cfg.skip; 0 = off; v3 readout only) */
   uint64_t *nflush;
   uint32_t *event;            /* [B][H] */
   const uint64_t *matrix_id;  /* [B][H] */
@@ -150,20 +153,21 @@ struct query {
   int kind, n, rec, t;
 };
 
-__device__ inline int num_queries(const dev_state &d, int op) {
-  return (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
+/* Tb: the row's drafts in this verification (ndraft[b]; rows of one batch may differ). */
+__device__ inline int num_queries(const dev_state &d, int op, int Tb) {
+  return (op == OP_STEP ? 1 : Tb) * (d.gdn ? 2 : 1);
 }
 
-__device__ inline query query_of(const dev_state &d, int op, int h, int qi) {
+__device__ inline query query_of(const dev_state &d, int op, int h, int qi, int Tb) {
   query q;
   if (op == OP_STEP) {
     int j = h + 1;
     if (d.gdn && qi == 0) { q.kind = Q_U; q.n = j - 1; q.rec = j; q.t = 0; }
     else { q.kind = Q_OUT; q.n = j; q.rec = 0; q.t = 0; }
-  } else if (d.gdn && qi < d.T) {
+  } else if (d.gdn && qi < Tb) {
     q.kind = Q_U; q.rec = h + qi + 1; q.n = h + qi; q.t = qi;
   } else {
-    int s = d.gdn ? qi - d.T : qi;
+    int s = d.gdn ? qi - Tb : qi;
     q.kind = Q_OUT; q.n = h + s + 1; q.rec = 0; q.t = s;
   }
   return q;
@@ -173,23 +177,28 @@ __device__ inline query query_of(const dev_state &d, int op, int h, int qi) {
  * Per-row planning and bookkeeping
  * ------------------------------------------------------------------------------------------- */
 
-/* Block per row. Decides the row's plan for this operation (the CPU's branch) and writes the n
- * input tokens as records h+1..h+n into the ring. */
+/* Block per row. Decides the row's plan for this operation (the CPU's branch) and writes the
+ * row's input tokens as records h+1..h+n into the ring (n = 1 for a step; for a verification the
+ * row's own Tb = nd[b] drafts, or all nt when nd is NULL; the inputs keep the stride nt). A
+ * verification of Tb = 0 drafts is idle for that row and, as ssm_verify_n, changes nothing. */
 __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or NULL */,
-                            ssm_cuda_inputs in /* [B][nt][...] */, int nt) {
+                            ssm_cuda_inputs in /* [B][nt][...] */, int nt,
+                            const int *nd /* [B] or NULL: drafts per row (verify) */) {
   const int b = blockIdx.x;
-  __shared__ int sflag;
+  __shared__ int sflag, sn;
   if (threadIdx.x == 0) {
     int act = active ? active[b] != 0 : 1;
     int fl = FLAG_IDLE;
+    int n = op == OP_VERIFY ? (nd ? nd[b] : nt) : (op == OP_STEP ? 1 : 0);
     if (act) {
       int h = d.h[b];
       if (op == OP_STEP) {
         if (d.spec || d.pending[b] != 0) d.misuse[b]++;
         else fl = d.conventional ? FLAG_FLUSH : (h + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
       } else if (op == OP_VERIFY) {
-        if (!d.spec || d.pending[b] != 0) d.misuse[b]++;
-        else fl = h + d.T > d.L ? FLAG_FLUSH : FLAG_NONFLUSH;
+        if (!d.spec || d.pending[b] != 0 || n < 0 || n > d.T) d.misuse[b]++;
+        else if (n > 0) fl = h + n > d.L ? FLAG_FLUSH : FLAG_NONFLUSH;
+        /* n == 0: idle, and `flushed` is kept (ssm_verify_n returns before touching anything) */
       } else {
         fl = (!d.conventional && h > 0) ? FLAG_FLUSH : FLAG_IDLE;
       }
@@ -197,13 +206,15 @@ __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or
       if (fl != FLAG_IDLE || op == OP_FLUSH) d.flushed[b] = 0;
     }
     d.flag[b] = fl;
+    if (op == OP_VERIFY && fl != FLAG_IDLE) d.ndraft[b] = n;
     sflag = fl;
+    sn = n;
   }
   __syncthreads();
   if (op == OP_FLUSH || sflag == FLAG_IDLE) return;
   const int H = d.H, hv = d.H * d.dv, gk = d.G * d.dk;
   const int h = d.h[b], base = d.base[b];
-  for (int t = 0; t < nt; t++) {
+  for (int t = 0; t < sn; t++) {
     const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, h + 1 + t);
     const size_t tok = (size_t)b * nt + t;
     for (int e = threadIdx.x; e < H; e += blockDim.x) {
@@ -252,13 +263,15 @@ __global__ void flush_book_kernel(dev_state d) {
 __global__ void verify_book_kernel(dev_state d) {
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B || d.flag[b] == FLAG_IDLE) return;
-  d.pending[b] = d.T;
+  d.pending[b] = d.ndraft[b];
 }
 
 __global__ void commit_kernel(dev_state d, const int *a /* [B] */, const uint8_t *active /* [B] or NULL */) {
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B || (active && !active[b])) return;
   int ab = a[b], p = d.pending[b];
+  /* a row whose verification had no drafts commits a = 0: nothing */
+  if (d.spec && p == 0 && ab == 0) return;
   if (!d.spec || p == 0 || ab < 1 || ab > p) {
     d.misuse[b]++;
     return;
@@ -511,8 +524,9 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
   const int h = d.h[b], base = d.base[b];
-  const int nq = num_queries(d, op);
-  const int nmax = op == OP_STEP ? h + 1 : h + d.T;
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1; /* this row's drafts */
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
 
   const float **xs = reinterpret_cast<const float **>(smem); /* [hpg][cap] record x of each head */
   float *al = reinterpret_cast<float *>(xs + (size_t)hpg * cap); /* [hpg][cap] record alphas */
@@ -524,7 +538,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
 
   for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
     int qi = e / dk, c = e % dk;
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     const float *y = qq.kind == Q_U
                          ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
                          : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
@@ -539,7 +553,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
   __syncthreads();
   /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
   for (int qi = 0; qi < nq; qi++) {
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     for (int j = warp + 1; j <= qq.n; j += RO_WARPS) {
       const float *kj = d.rec_k + (((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk;
       float p = warp_dot(kj, ys + (size_t)qi * dk, dk, lane);
@@ -549,7 +563,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
   __syncthreads();
   for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
     int hh = t / nq, qi = t % nq;
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     float *wq = w + (size_t)t * (cap + 1);
     rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
     for (int j = 0; j < qq.n; j++)
@@ -587,7 +601,7 @@ __global__ void __launch_bounds__(RO_WARPS * 32, 3)
       const int i = i0 + lane;
       const float *const *xh = xs + (size_t)hh * cap;
       for (int qi = 0; qi < nq; qi++) {
-        query qq = query_of(d, op, h, qi);
+        query qq = query_of(d, op, h, qi, Tb);
         const size_t t = (size_t)hh * nq + qi;
         const float *cq = coef + t * cap;
         /* rssm_readout_row of ssm_math.h, the same operations in the same order, with the record
@@ -972,8 +986,9 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
   const int h = d.h[b], base = d.base[b];
-  const int nq = num_queries(d, op);
-  const int nmax = op == OP_STEP ? h + 1 : h + d.T;
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1; /* this row's drafts */
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
   const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
   const int ntiles = (dv + 31) / 32;
   const lane_cols<M> lc = lane_cols_of<M, FC>(rd, dk, lane);
@@ -1010,7 +1025,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   if (FC >= FC_F8) fill_luts(lt, rd.kind);
   for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
     int qi = e / dk, c = e % dk;
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     const float *y = qq.kind == Q_U
                          ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
                          : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
@@ -1025,7 +1040,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   __syncthreads();
   /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
   for (int qi = 0; qi < nq; qi++) {
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     for (int j = warp + 1; j <= qq.n; j += V2_WARPS) {
       const float *kj = d.rec_k + (((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk;
       float p = warp_dot(kj, ys + (size_t)qi * dk, dk, lane);
@@ -1035,7 +1050,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   __syncthreads();
   for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
     int hh = t / nq, qi = t % nq;
-    query qq = query_of(d, op, h, qi);
+    query qq = query_of(d, op, h, qi, Tb);
     float *wq = w + (size_t)t * (cap + 1);
     rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
     for (int j = 0; j < qq.n; j++)
@@ -1073,7 +1088,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
       const int i = i0 + lane;
       const float *const *xh = xs + (size_t)hh * cap;
       for (int qi = 0; qi < nq; qi++) {
-        query qq = query_of(d, op, h, qi);
+        query qq = query_of(d, op, h, qi, Tb);
         const size_t t = (size_t)hh * nq + qi;
         const float *cq = coef + t * cap;
         /* rssm_readout_row of ssm_math.h, the same operations in the same order, with the record
@@ -1101,6 +1116,538 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Kernels v3 (RSSM_SSM_KERNELS=v3, issue 17): the output-only readout as a precompute kernel and
+ * a streaming kernel. Same operations, operands and association as ro_kernel / ro2_kernel for
+ * every value (ssm_math.h items 1-3 and 5), so the same bits; what changes is where and when:
+ *   - pre3 (grid G x B): the k_j . y dots of every query, the decay weights and the coefficients
+ *     c_j = w_{j+1} (k_j . y) per (head, query), written to st->coefs. In ro2 this setup ran
+ *     inside the streaming block, three barriers long, with no checkpoint bytes in flight for
+ *     the 8- and 4-bit formats.
+ *   - ro3 (grid H x B, one warp per tile of 32 state rows): at entry every lane issues
+ *     asynchronous 16-byte copies (cp.async) of its warp's whole tile (codes and block scales,
+ *     four commit groups of 8 rows), of the queries, the head's coefficients and its records' x
+ *     into shared memory, so that a block has all its bytes in flight at once and computes
+ *     chunk c while chunks c+1.. arrive. Rows are decoded in registers (quant/decode_fast.h: bit
+ *     assembly, no tables), and the dot products C_i . y of 8 rows x up to 4 queries are
+ *     reduced together by recursive halving (reduce_sums: 31 shuffles for 32 sums, not 160).
+ * ------------------------------------------------------------------------------------------- */
+
+constexpr int PRE_WARPS = 4;
+constexpr int R3 = 8;  /* rows per chunk; a warp's 32-row tile is 4 chunks (4 commit groups) */
+constexpr int QG3 = 4; /* queries reduced together: QG3 x R3 = 32 sums per halving */
+
+/* Dynamic shared memory of pre3_kernel (T: the drafts of the largest operation, 1 for a step). */
+size_t pre3_smem_bytes(int cap, int nq, int hpg, int dk, int T) {
+  return ((size_t)hpg * cap + (size_t)nq * cap + (size_t)hpg * nq * (cap + 1) + (size_t)cap * dk +
+          (size_t)T * dk) * sizeof(float);
+}
+
+/* Grid (G, B), PRE_WARPS warps; the rows of ro_kernel's plan. Per (row, key group): the records'
+ * k and the output queries are staged in shared memory (coalesced, all loads in flight), then
+ * every k_j . y_qi (warp-32 order; warp per (query, record)), then per (head, query) one thread:
+ * rssm_decay_weights and rssm_readout_coef as ro_kernel, stored as
+ * coefs[b][hd][qi][0..n-1] = c_j and coefs[b][hd][qi][cap] = w_0 (gamma_n, the checkpoint's). */
+__global__ void __launch_bounds__(PRE_WARPS * 32)
+    pre3_kernel(dev_state d, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+                float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int g = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const int nout = op == OP_STEP ? 1 : Tb;       /* output queries (their y is q_t) */
+  float *al = reinterpret_cast<float *>(smem); /* [hpg][cap] record alphas */
+  float *dots = al + (size_t)hpg * cap;         /* [nq][cap] k_j . y */
+  float *w = dots + (size_t)nq * cap;           /* [hpg][nq][cap + 1] decay weights */
+  float *kk = w + (size_t)hpg * nq * (cap + 1); /* [nmax][dk] record k of the group */
+  float *qv = kk + (size_t)cap * dk;            /* [nout][dk] output queries */
+  for (int e = threadIdx.x; e < hpg * nmax; e += blockDim.x) {
+    const int hh = e / nmax, j = e % nmax + 1;
+    al[hh * cap + j - 1] = d.rec_alpha[((size_t)b * cap + slot_of(d, base, j)) * H + (size_t)g * hpg + hh];
+  }
+  for (int e = threadIdx.x; e < nmax * dk; e += blockDim.x) {
+    const int j = e / dk + 1, c = e % dk;
+    kk[e] = d.rec_k[(((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk + c];
+  }
+  for (int e = threadIdx.x; e < nout * dk; e += blockDim.x) {
+    const int t = e / dk, c = e % dk;
+    qv[e] = q_in[(((size_t)b * nt + t) * G + g) * dk + c];
+  }
+  __syncthreads();
+  for (int p = warp; p < nq * nmax; p += PRE_WARPS) {
+    const int qi = p / nmax, j = p % nmax + 1;
+    const query qq = query_of(d, op, h, qi, Tb);
+    if (j > qq.n) continue; /* warp-uniform */
+    /* a U query's y is k_rec, an output query's q_t: the same values as ro_kernel's ys */
+    const float *y = qq.kind == Q_U ? kk + (size_t)(qq.rec - 1) * dk : qv + (size_t)qq.t * dk;
+    const float pd = warp_dot(kk + (size_t)(j - 1) * dk, y, dk, lane);
+    if (lane == 0) dots[(size_t)qi * cap + (j - 1)] = pd;
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
+    const int hh = t / nq, qi = t % nq;
+    const query qq = query_of(d, op, h, qi, Tb);
+    float *wq = w + (size_t)t * (cap + 1);
+    rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
+    float *dst = coefs + (((size_t)b * H + (size_t)g * hpg + hh) * NQ + qi) * (size_t)(cap + 1);
+    for (int j = 0; j < qq.n; j++) dst[j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+    dst[cap] = wq[0];
+  }
+}
+
+/* Asynchronous global -> shared copies (sm_80+). cp.async.cg takes 16 bytes, .ca 4 or 8. */
+__device__ inline void cp_async(void *smem_dst, const void *gsrc, int bytes) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem_dst);
+  if (bytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gsrc) : "memory");
+  else if (bytes == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gsrc) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gsrc) : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+/* Chunk c of 4 (commit groups issued in order, the last one last): wait until it has arrived. */
+__device__ inline void cp_async_wait_chunk(int c) {
+  if (c == 0) cp_async_wait<3>();
+  else if (c == 1) cp_async_wait<2>();
+  else if (c == 2) cp_async_wait<1>();
+  else cp_async_wait<0>();
+}
+
+/* Copies len bytes from global src to shared dst (16-byte aligned) with the threads t = 0..nt-1
+ * of a group: 16-, 8- or 4-byte asynchronous pieces when src and len allow, else plain byte
+ * copies (shapes whose rows are not 4-byte multiples; done by the time the caller syncs). */
+__device__ inline void stage(uint8_t *dst, const uint8_t *src, size_t len, int t, int nt) {
+  /* both addresses and the length must be multiples of the piece (a shared generic address has
+     the low bits of its offset) */
+  const uintptr_t al = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)len;
+  const int piece = (al & 15) == 0 ? 16 : (al & 7) == 0 ? 8 : (al & 3) == 0 ? 4 : 1;
+  if (piece == 1) {
+    for (size_t o = (size_t)t; o < len; o += (size_t)nt) dst[o] = src[o];
+    return;
+  }
+  for (size_t o = (size_t)t * piece; o < len; o += (size_t)nt * piece) cp_async(dst + o, src + o, piece);
+}
+
+__host__ __device__ constexpr size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+/* Shared-memory layout of ro3_kernel (byte offsets), from the shape and the read format.
+ * crow/srow: staged code and scale bytes per state row (the larger of the checkpoint's and, in
+ * a verification, the fp32 scratch row's). */
+struct ro3_layout {
+  size_t tile, stile, codes, scales, ys, cf, cd, xs, total;
+};
+__host__ __device__ inline ro3_layout ro3_layout_of(int ntiles, size_t crow, size_t srow, int nq, int dk, int cap,
+                                                    int dv) {
+  ro3_layout l;
+  l.tile = align16(32 * crow);
+  l.stile = align16(32 * srow);
+  l.codes = 0;
+  l.scales = l.codes + (size_t)ntiles * l.tile;
+  l.ys = l.scales + (size_t)ntiles * l.stile;
+  l.cf = l.ys + align16((size_t)nq * dk * sizeof(float));
+  l.cd = l.cf + align16((size_t)nq * (cap + 1) * sizeof(float));
+  l.xs = l.cd + align16((size_t)nq * dv * sizeof(float));
+  l.total = l.xs + align16((size_t)cap * dv * sizeof(float));
+  return l;
+}
+
+/* Lane's columns c = lane + 32 m of one staged row, decoded as rssm_decode_at does (FC: the
+ * read format's class; fp32 rows of the scratch S take FC_F32). The fast decoders return the
+ * reference decoders' bits (quant/decode_fast.h); formats without one (fp8_e5m2, int8, mxfp8,
+ * mxfp4) call rssm_decode_at itself on the staged bytes. */
+template <int M, int FC>
+__device__ inline void decode_row3(const uint8_t *codes /* smem row */, const uint8_t *scales /* smem row */,
+                                   int kind, int block, int scale_elem, float s_dec, int dk, int lane,
+                                   float *x /* [M] */) {
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    if (c >= dk) {
+      x[m] = 0.0f;
+      continue;
+    }
+    if (FC == FC_F32) {
+      x[m] = reinterpret_cast<const float *>(codes)[c];
+    } else if (FC == FC_F16) {
+      x[m] = rssm_decode16_fast(kind == QF_BF16, reinterpret_cast<const uint16_t *>(codes)[c]);
+    } else {
+      const uint8_t *sc = scales + (size_t)(c / block) * (size_t)scale_elem;
+      if (FC == FC_F8 && kind == QF_FP8_E4M3)
+        x[m] = rssm_e4m3_fast(codes[c]) * *reinterpret_cast<const float *>(sc);
+      else if (FC == FC_F4 && kind == QF_NVFP4)
+        x[m] = (rssm_e2m1_fast(rssm_get_nibble(codes, c)) * rssm_e4m3_fast(*sc)) * s_dec;
+      else
+        x[m] = rssm_decode_at((qformat_kind)kind, codes, sc, s_dec, c);
+    }
+  }
+}
+
+/* 32 sums, one per entry of v, each a warp-32 butterfly (ssm_math.h item 1) done by recursive
+ * halving: at level off = 16, 8, 4, 2, 1 a lane keeps half of its sums (the upper half when its
+ * bit off is set), sends the other half to lane ^ off and adds what it receives. The value kept
+ * for a sum is then own + partner's, exactly the butterfly's p[l] + p[l ^ off] at every level (a
+ * float + is commutative bit for bit), so every result has the butterfly's bits; lane l ends
+ * with sum l. 31 shuffles instead of 32 x 5. */
+template <int K /* 8, 16 or 32 */>
+__device__ inline float reduce_sums(float *v /* [K] */, int lane) {
+  int half = K / 2;
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    if (half >= 1) { /* a halving level */
+      const bool upper = (lane & off) != 0;
+#pragma unroll
+      for (int s = 0; s < K / 2; s++) {
+        if (s >= half) break;
+        const float send = upper ? v[s] : v[s + half];
+        const float keep = upper ? v[s + half] : v[s];
+        v[s] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+      }
+      half >>= 1;
+    } else { /* the butterfly's remaining levels: the partner holds the same sum */
+      v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], off);
+    }
+  }
+  return v[0]; /* lane l holds sum l / (32 / K) */
+}
+
+/* C_i . y of the chunk's R3 rows (registers) for queries q0.. in groups of QG, reduced together;
+ * written to cd[qi][row0 + r] for rows r < rn. */
+template <int M, int QG>
+__device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *ys /* [nq][dk] */, int nq,
+                                int dk, int dv, int row0, int rn, int lane, float *cd /* [nq][dv] */,
+                                const float *cf /* [nq][cap + 1] */, int cap, double skip) {
+  for (int q0 = 0; q0 < nq; q0 += QG) {
+    float v[QG * R3];
+#pragma unroll
+    for (int qq = 0; qq < QG; qq++) {
+      const int qi = q0 + qq < nq ? q0 + qq : nq - 1; /* past nq: a copy, not stored */
+      float y[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int cc = lane + 32 * m;
+        y[m] = cc < dk ? ys[(size_t)qi * dk + cc] : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < R3; r++) {
+        /* lane's warp-32 partial: +0, then p + x*y over m ascending (c < dk) */
+        float p = 0.0f;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) p = p + x[r][m] * y[m];
+        v[qq * R3 + r] = p;
+      }
+    }
+    const float sum = reduce_sums<QG * R3>(v, lane);
+    const int idx = lane / (32 / (QG * R3)), qi = q0 + idx / R3, r = idx % R3;
+    if (lane % (32 / (QG * R3)) == 0 && qi < nq && r < rn) {
+      /* Appendix F (ssm_readout): a query whose checkpoint weight gamma_n = w_0 is below the
+         threshold (compared as doubles) counts C_i . y as +0 */
+      const bool sk = skip > 0.0 && (double)cf[(size_t)qi * (cap + 1) + cap] < skip;
+      cd[(size_t)qi * dv + row0 + r] = sk ? 0.0f : sum;
+    }
+  }
+}
+
+/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps). The rows and the
+ * arithmetic of ro_kernel: per row i, for each query in order, acc = (C_i . y) * w_0 and then
+ * acc = acc + x_j[i] * c_j over the records in ascending order (rssm_readout_row); GDN U queries
+ * turn acc into u (rssm_gdn_u), written to the ring and to the staged x that later queries of
+ * this lane read. */
+template <int M, int FC>
+__global__ void __launch_bounds__(256, 2)
+    ro3_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+               float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ,
+               size_t crow, size_t srow) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int hd = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, g = hd / d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  const size_t mat = (size_t)b * H + hd;
+  const ro3_layout L = ro3_layout_of((int)((dv + 31) / 32), crow, srow, nq, dk, cap, dv);
+  float *ys = reinterpret_cast<float *>(smem + L.ys); /* [nq][dk] queries */
+  float *cf = reinterpret_cast<float *>(smem + L.cf); /* [nq][cap + 1] c_j, w_0 at cap */
+  float *cd = reinterpret_cast<float *>(smem + L.cd); /* [nq][dv] C_i . y */
+  float *xs = reinterpret_cast<float *>(smem + L.xs); /* [nmax][dv] record x of this head */
+
+  /* group 0: what every warp reads (queries, coefficients, records) */
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *y = qq.kind == Q_U ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                                    : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    stage(reinterpret_cast<uint8_t *>(ys + (size_t)qi * dk), reinterpret_cast<const uint8_t *>(y),
+          (size_t)dk * sizeof(float), threadIdx.x, nthr);
+  }
+  /* the coefficients of this head's nq queries are contiguous: [qi][cap + 1] */
+  stage(reinterpret_cast<uint8_t *>(cf), reinterpret_cast<const uint8_t *>(coefs + mat * NQ * (size_t)(cap + 1)),
+        (size_t)nq * (cap + 1) * sizeof(float), threadIdx.x, nthr);
+  for (int j = 1; j <= nmax; j++)
+    stage(reinterpret_cast<uint8_t *>(xs + (size_t)(j - 1) * dv),
+          reinterpret_cast<const uint8_t *>(d.rec_x + (((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv),
+          (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  cp_async_commit();
+  /* Appendix F: with skip=THR the coefficients come first, and a head whose every query has
+     w_0 < THR loads no checkpoint byte at all (that is the time the threshold saves) */
+  bool all_skip = false;
+  if (d.skip > 0.0) { /* block-uniform */
+    cp_async_wait<0>();
+    __syncthreads();
+    all_skip = true;
+    for (int qi = 0; qi < nq; qi++) all_skip = all_skip && (double)cf[(size_t)qi * (cap + 1) + cap] < d.skip;
+  }
+
+  /* groups 1-4: this warp's tile, 8 rows each (codes, then block scales) */
+  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  const uint8_t *mb = rd.blob + mat * (size_t)rd.bpm;
+  const uint8_t *gcodes = from_S ? reinterpret_cast<const uint8_t *>(d.S + (mat * dv + i0) * dk)
+                                 : mb + rd.codes_off + (size_t)i0 * (size_t)rd.code_row;
+  const size_t code_row = from_S ? (size_t)dk * sizeof(float) : (size_t)rd.code_row;
+  const bool scaled = !from_S && rd.scales_off >= 0;
+  const size_t scale_row = scaled ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
+  const uint8_t *gscales = scaled ? mb + rd.scales_off + (size_t)i0 * scale_row : nullptr;
+  uint8_t *tcodes = smem + L.codes + (size_t)warp * L.tile;
+  uint8_t *tscales = smem + L.scales + (size_t)warp * L.stile;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+    if (rn > 0 && !all_skip) {
+      stage(tcodes + (size_t)r0 * code_row, gcodes + (size_t)r0 * code_row, (size_t)rn * code_row, lane, 32);
+      if (scaled)
+        stage(tscales + (size_t)r0 * scale_row, gscales + (size_t)r0 * scale_row, (size_t)rn * scale_row, lane, 32);
+    }
+    cp_async_commit();
+  }
+  const float s_dec =
+      (!from_S && !all_skip && rd.kind == QF_NVFP4) ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f;
+
+  cp_async_wait<4>(); /* this thread's group 0 */
+  __syncthreads();    /* everyone's */
+
+  if (all_skip)
+    for (int qi = 0; qi < nq; qi++)
+      if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
+#pragma unroll 1
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3;
+    if (r0 >= nr || all_skip) break; /* warp-uniform */
+    cp_async_wait_chunk(c);
+    __syncwarp();
+    float x[R3][M];
+#pragma unroll
+    for (int r = 0; r < R3; r++) {
+      if (r0 + r >= nr) { /* rows past dv: zeros, their sums are not stored */
+#pragma unroll
+        for (int m = 0; m < M; m++) x[r][m] = 0.0f;
+        continue;
+      }
+      const uint8_t *rc = tcodes + (size_t)(r0 + r) * code_row;
+      const uint8_t *rs = tscales + (size_t)(r0 + r) * scale_row;
+      if (from_S) decode_row3<M, FC_F32>(rc, rs, QF_FP32, 0, 0, 1.0f, dk, lane, x[r]);
+      else decode_row3<M, FC>(rc, rs, rd.kind, rd.block, (int)rd.scale_elem, s_dec, dk, lane, x[r]);
+    }
+    const int rn = nr - r0 < R3 ? nr - r0 : R3;
+    /* a step has 1 (Mamba-2) or 2 (GDN) queries: 8 or 16 sums per reduction, else 32 */
+    if (nq == 1) cy_chunk<M, 1>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else if (nq == 2) cy_chunk<M, 2>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else cy_chunk<M, QG3>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+  }
+  __syncwarp();
+  if (lane >= nr) return;
+  const int i = i0 + lane;
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *cq = cf + (size_t)qi * (cap + 1);
+    /* rssm_readout_row of ssm_math.h, the same operations in the same order */
+    float acc = cd[(size_t)qi * dv + i] * cq[cap];
+    for (int j = 0; j < qq.n; j++) acc = acc + xs[(size_t)j * dv + i] * cq[j];
+    if (qq.kind == Q_U) {
+      const size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+      const float u = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], d.rec_alpha[ri], acc);
+      d.rec_x[ri * dv + i] = u;
+      xs[(size_t)(qq.rec - 1) * dv + i] = u; /* later queries of this lane read it */
+    } else {
+      o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+    }
+  }
+}
+
+/* v3 materialisation of fp32 sources into fp32 destinations (the conventional fp32 step and the
+ * fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one warp per 32-row tile of the
+ * head. At entry the block stages the records (alphas, betas, the group's k, x or v) and every
+ * warp issues asynchronous 16-byte copies of its whole tile of source rows (four commit groups
+ * of 8 rows), so a block has all its bytes in flight at once and folds chunk c while chunks
+ * c+1.. arrive (mat2: 6 rows per warp in flight, loaded after the previous rows were stored).
+ * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
+ * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
+ * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
+ * S q (op STEP) the same way; fp32 stores of the registers' bits. */
+size_t mat3_smem_bytes(int ntiles, int cap, int dv, int dk) {
+  return (size_t)ntiles * 32 * dk * sizeof(float) +
+         ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk) * sizeof(float);
+}
+
+template <int M>
+__global__ void __launch_bounds__(256, 2)
+    mat3_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
+  const int ntiles = (dv + 31) / 32;
+  const int h = d.h[b], base = d.base[b];
+  const int n = op == OP_STEP ? h + 1 : h;
+  int rf; /* recompute_from of ssm_step.c, as mat_kernel */
+  if (d.conventional) rf = 1;
+  else if (d.split && d.recompute) rf = 1;
+  else rf = op == OP_STEP ? n : n + 1;
+  const size_t mat = (size_t)b * H + hd;
+
+  float *tiles = reinterpret_cast<float *>(smem);       /* [ntiles][32][dk] source rows */
+  float *al = tiles + (size_t)ntiles * 32 * dk;         /* [cap]     record alphas */
+  float *bt = al + cap;                                 /* [cap]     GDN betas */
+  float *kk = bt + cap;                                 /* [cap][dk] record k (key group g) */
+  float *xx = kk + (size_t)cap * dk;                    /* [cap][dv] stored x, or v where u is recomputed */
+  float *qv = xx + (size_t)cap * dv;                    /* [dk]      step: q */
+
+  /* group 0: the records (and q); groups 1-4: this warp's tile, 8 rows each */
+  const size_t rowb = (size_t)dk * sizeof(float); /* fp32: code_row = 4 dk */
+  for (int j = threadIdx.x + 1; j <= n; j += nthr) {
+    const size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    al[j - 1] = d.rec_alpha[ri];
+    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+  }
+  for (int j = 1; j <= n; j++) {
+    const size_t sl = (size_t)b * cap + slot_of(d, base, j);
+    stage(reinterpret_cast<uint8_t *>(kk + (size_t)(j - 1) * dk),
+          reinterpret_cast<const uint8_t *>(d.rec_k + (sl * G + g) * dk), rowb, threadIdx.x, nthr);
+    const float *xsrc = (d.gdn && j >= rf) ? d.rec_v : d.rec_x;
+    stage(reinterpret_cast<uint8_t *>(xx + (size_t)(j - 1) * dv),
+          reinterpret_cast<const uint8_t *>(xsrc + (sl * H + hd) * dv), (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  }
+  if (op == OP_STEP)
+    stage(reinterpret_cast<uint8_t *>(qv), reinterpret_cast<const uint8_t *>(q_in + ((size_t)b * G + g) * dk), rowb,
+          threadIdx.x, nthr);
+  cp_async_commit();
+  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
+  float *tile = tiles + (size_t)warp * 32 * dk;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+    if (rn > 0)
+      stage(reinterpret_cast<uint8_t *>(tile + (size_t)r0 * dk), grow + (size_t)r0 * rowb, (size_t)rn * rowb, lane, 32);
+    cp_async_commit();
+  }
+  cp_async_wait<4>(); /* this thread's group 0 */
+  __syncthreads();    /* everyone's (and the plain loads of al, bt) */
+
+  float qr[M];
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    qr[m] = (op == OP_STEP && c < dk) ? qv[c] : 0.0f;
+  }
+#pragma unroll 1
+  for (int c0 = 0; c0 < 4; c0++) {
+    const int r0 = c0 * R3;
+    if (r0 >= nr) break; /* warp-uniform */
+    const int rn = nr - r0 < R3 ? nr - r0 : R3;
+    cp_async_wait_chunk(c0);
+    __syncwarp();
+    float x[R3][M];
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        x[r][m] = (r < rn && c < dk) ? tile[(size_t)(r0 + r) * dk + c] : 0.0f;
+      }
+    for (int j = 1; j <= n; j++) {
+      const float alpha = al[j - 1];
+      const float *kj = kk + (size_t)(j - 1) * dk;
+      float kr[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        kr[m] = c < dk ? kj[c] : 0.0f;
+      }
+      float xi[R3];
+#pragma unroll
+      for (int r = 0; r < R3; r++) xi[r] = r < rn ? xx[(size_t)(j - 1) * dv + i0 + r0 + r] : 0.0f;
+      if (d.gdn && j >= rf) {
+        /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1): xi holds v_j[i] here */
+        float v[R3];
+#pragma unroll
+        for (int r = 0; r < R3; r++) {
+          float p = 0.0f;
+#pragma unroll
+          for (int m = 0; m < M; m++)
+            if (lane + 32 * m < dk) p = p + x[r][m] * kr[m];
+          v[r] = p;
+        }
+        const float sum = reduce_sums<R3>(v, lane); /* lane 4 r holds row r's */
+#pragma unroll
+        for (int r = 0; r < R3; r++) {
+          const float skv = __shfl_sync(0xffffffffu, sum, 4 * r);
+          xi[r] = rssm_gdn_u(xi[r], bt[j - 1], alpha, skv);
+          if (lane == 0 && r < rn)
+            d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + i0 + r0 + r] = xi[r];
+        }
+      }
+      /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+#pragma unroll
+      for (int r = 0; r < R3; r++)
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) x[r][m] = alpha * x[r][m] + xi[r] * kr[m];
+    }
+    if (op == OP_STEP) {
+      float v[R3];
+#pragma unroll
+      for (int r = 0; r < R3; r++) {
+        float p = 0.0f;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) p = p + x[r][m] * qr[m];
+        v[r] = p;
+      }
+      const float sum = reduce_sums<R3>(v, lane);
+      if (lane % 4 == 0 && lane / 4 < rn) o[mat * dv + i0 + r0 + lane / 4] = sum;
+    }
+    /* fp32 checkpoints: the bits (rssm_encode_block's fp32 copy); else the scratch S */
+#pragma unroll
+    for (int r = 0; r < R3; r++) {
+      if (r >= rn) break; /* warp-uniform */
+      const int i = i0 + r0 + r;
+      for (int k = 0; k < (nstore > 0 ? nstore : 1); k++) {
+        const ck_view &dv_ = k == 0 ? st0.v : st1.v;
+        float *dst = nstore == 0 ? d.S + (mat * dv + i) * dk
+                                 : reinterpret_cast<float *>(dv_.blob + mat * (size_t)dv_.bpm + dv_.codes_off +
+                                                             (size_t)i * (size_t)dv_.code_row);
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) dst[c] = x[r][m];
+        }
+      }
+    }
+  }
+}
+
 /* The v2 decoders against rssm_decode_elem / rssm_e8m0_decode on the device, every code: the
  * 16-bit fast path and the per-block tables of every 8-bit and 4-bit format. One thread per code;
  * mismatches (bit patterns) are counted in *bad. */
@@ -1112,6 +1659,13 @@ __global__ void check_decoders_kernel(unsigned long long *bad) {
   for (int bf = 0; bf < 2; bf++) {
     float a = decode16_fast(bf, t), b = rssm_decode_elem(bf ? RSSM_EL_BF16 : RSSM_EL_FP16, t);
     n += rssm_f32_bits(a) != rssm_f32_bits(b);
+    /* v3's register decoders (quant/decode_fast.h) */
+    n += rssm_f32_bits(rssm_decode16_fast(bf, t)) != rssm_f32_bits(b);
+  }
+  if (t < 256) {
+    n += rssm_f32_bits(rssm_e4m3_fast(t)) != rssm_f32_bits(rssm_decode_elem(RSSM_EL_E4M3, t));
+    n += rssm_f32_bits(rssm_e8m0_fast(t)) != rssm_f32_bits(rssm_e8m0_decode(t));
+    if (t < 16) n += rssm_f32_bits(rssm_e2m1_fast(t)) != rssm_f32_bits(rssm_decode_elem(RSSM_EL_E2M1, t));
   }
   for (int ki = 0; ki < 6; ki++) {
     __syncthreads();
@@ -1164,6 +1718,8 @@ dev_state dev_of(const ssm_cuda_state *st) {
   d.flushed = st->flushed;
   d.flag = st->flag;
   d.misuse = st->misuse;
+  d.ndraft = st->ndraft;
+  d.skip = c->skip;
   d.nflush = st->nflush;
   d.event = st->event;
   d.matrix_id = st->matrix_id;
@@ -1275,7 +1831,13 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
     const bool f32 = src.kind == QF_FP32 &&
                      (nstore == 0 || (pm.v.kind == QF_FP32 && (nstore < 2 || pl.v.kind == QF_FP32)));
 #define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, sm, s>>>(d, src, op, q, o, nstore, pm, pl)
-    if (d.dk <= 128) {
+    const int ntiles = (d.dv + 31) / 32;
+    const size_t sm3 = mat3_smem_bytes(ntiles, d.cap, d.dv, d.dk);
+    if (st->kernels == SSM_CUDA_KERNELS_V3 && f32 && sm3 <= st->smem_optin && ntiles <= 8) {
+      /* v3: the fp32 materialisation with the whole tile in flight */
+      if (d.dk <= 128) mat3_kernel<4><<<grid, 32 * ntiles, sm3, s>>>(d, src, op, q, o, nstore, pm, pl);
+      else mat3_kernel<8><<<grid, 32 * ntiles, sm3, s>>>(d, src, op, q, o, nstore, pm, pl);
+    } else if (d.dk <= 128) {
       if (f32) MAT2(4, true);
       else MAT2(4, false);
     } else {
@@ -1289,6 +1851,48 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   if (d.split) store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, pl.v, pl.sr_on, pl.seed, pl.stream);
 }
 
+/* Whether the v3 readout runs for every operation of a state (the largest staged row: a
+ * verification's fp32 S row; the largest scale row: 4 bytes per 8 elements bounds every format). */
+bool v3_readout_fits(int cap, int nq, const ssm_dims *d, size_t optin) {
+  const int ntiles = (d->dv + 31) / 32;
+  const size_t crow = (size_t)d->dk * sizeof(float), srow = ((size_t)d->dk + 7) / 8 * 4;
+  const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d->dk, cap, d->dv);
+  const size_t psm = pre3_smem_bytes(cap, nq, d->H / d->G, d->dk, nq);
+  return L.total <= optin && psm <= optin && d->dk <= 256 && ntiles <= 8;
+}
+
+/* The v3 readout (pre3 + ro3) when its shared memory fits; false (nothing launched) otherwise,
+ * and the caller runs the v2 readout. */
+bool launch_readout_v3(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
+                       cudaStream_t s, const ck_view &rd, int nq, int fc) {
+  const int ntiles = (d.dv + 31) / 32;
+  size_t crow = (size_t)rd.code_row;
+  if (op == OP_VERIFY && crow < (size_t)d.dk * sizeof(float)) crow = (size_t)d.dk * sizeof(float);
+  const size_t srow = rd.scales_off >= 0 ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
+  const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d.dk, d.cap, d.dv);
+  const size_t psm = pre3_smem_bytes(d.cap, nq, d.hpg, d.dk, op == OP_STEP ? 1 : d.T);
+  /* one warp per 32 rows within the kernels' 256-thread launch bounds */
+  if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
+  pre3_kernel<<<dim3((unsigned)d.G, (unsigned)st->B), PRE_WARPS * 32, psm, s>>>(d, op, q, nt, st->coefs, st->nq_max);
+  dim3 grid((unsigned)d.H, (unsigned)st->B);
+  const unsigned thr = (unsigned)(32 * ntiles);
+#define RO3(M, FC) \
+  ro3_kernel<M, FC><<<grid, thr, L.total, s>>>(d, rd, op, q, nt, o, st->coefs, st->nq_max, crow, srow)
+  if (d.dk <= 128) {
+    if (fc == FC_F32) RO3(4, FC_F32);
+    else if (fc == FC_F16) RO3(4, FC_F16);
+    else if (fc == FC_F8) RO3(4, FC_F8);
+    else RO3(4, FC_F4);
+  } else {
+    if (fc == FC_F32) RO3(8, FC_F32);
+    else if (fc == FC_F16) RO3(8, FC_F16);
+    else if (fc == FC_F8) RO3(8, FC_F8);
+    else RO3(8, FC_F4);
+  }
+#undef RO3
+  return true;
+}
+
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
                     cudaStream_t s) {
   int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
@@ -1298,8 +1902,9 @@ void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float 
     ro_kernel<<<grid, RO_WARPS * 32, ro_smem_bytes(d.cap, nq, d.dk, d.hpg), s>>>(d, rd, op, q, nt, o);
     return;
   }
-  const size_t sm = ro2_smem_bytes(d.cap, nq, d.dk, d.hpg);
   const int fc = format_class(rd.kind);
+  if (st->kernels == SSM_CUDA_KERNELS_V3 && launch_readout_v3(st, d, op, q, nt, o, s, rd, nq, fc)) return;
+  const size_t sm = ro2_smem_bytes(d.cap, nq, d.dk, d.hpg);
 #define RO2(M, FC) ro2_kernel<M, FC><<<grid, V2_WARPS * 32, sm, s>>>(d, rd, op, q, nt, o)
   if (d.dk <= 128) {
     if (fc == FC_F32) RO2(4, FC_F32);
@@ -1317,6 +1922,23 @@ void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float 
 
 /* Raises the dynamic shared memory limit of every kernel variant that may run with more than the
  * default 48 KiB. Returns 0, or -1 naming the kernel in err. */
+/* The v3 readout kernels may use up to the opt-in maximum (launch_readout_v3 falls back to v2
+ * beyond it). Returns 0, or -1 naming the kernel in err. */
+int raise_smem_v3(int optin, char *err, size_t errlen) {
+  const void *fs[] = {
+      reinterpret_cast<const void *>(pre3_kernel),
+      reinterpret_cast<const void *>(ro3_kernel<4, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<4, FC_F16>),
+      reinterpret_cast<const void *>(ro3_kernel<4, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<4, FC_F4>),
+      reinterpret_cast<const void *>(ro3_kernel<8, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<8, FC_F16>),
+      reinterpret_cast<const void *>(ro3_kernel<8, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<8, FC_F4>),
+      reinterpret_cast<const void *>(mat3_kernel<4>),        reinterpret_cast<const void *>(mat3_kernel<8>),
+  };
+  for (const void *f : fs)
+    if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
+      return rssm_fail(err, errlen, "cannot raise the v3 readout's shared memory to %d bytes", optin);
+  return 0;
+}
+
 int raise_smem(size_t ro_smem, size_t mat_smem, char *err, size_t errlen) {
   struct item {
     const void *f;
@@ -1371,8 +1993,6 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
     return rssm_fail(err, errlen, "L=%d < 1", cfg->L);
   if (cfg->strategy == SSM_SPEC && (cfg->T < 1 || cfg->T > cfg->L))
     return rssm_fail(err, errlen, "T=%d outside [1, L=%d]", cfg->T, cfg->L);
-  /* Appendix F's skip= has a CPU reference only (src/ssm/ssm_replay.c); no kernel skips a read. */
-  if (cfg->skip > 0.0) return rssm_fail(err, errlen, "skip= is CPU-only for now");
   if (!sequences) return rssm_fail(err, errlen, "no sequence ids");
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return rssm_fail(err, errlen, "no CUDA device");
@@ -1399,11 +2019,20 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
                      "shared memory (> %d)",
                      st->cap, nq, d->H / d->G, smem + sizeof(luts), msmem, optin);
   if (raise_smem(smem, msmem, err, errlen) != 0) return -1;
+  st->smem_optin = (size_t)optin;
+  st->nq_max = nq;
   /* RSSM_SSM_KERNELS=v2|legacy, else the default (ssm_cuda.h; docs/ssm-cuda.md, "Kernel versions") */
   const char *kv = getenv("RSSM_SSM_KERNELS");
   st->kernels = kv && strcmp(kv, "v2") == 0       ? SSM_CUDA_KERNELS_V2
                 : kv && strcmp(kv, "legacy") == 0 ? SSM_CUDA_KERNELS_LEGACY
+                : kv && strcmp(kv, "v3") == 0     ? SSM_CUDA_KERNELS_V3
                                                   : SSM_CUDA_KERNELS_DEFAULT;
+  if (st->kernels == SSM_CUDA_KERNELS_V3 && raise_smem_v3(optin, err, errlen) != 0) return -1;
+  /* Appendix F's skip= lives in the v3 readout only; it must then run for every readout */
+  if (cfg->skip > 0.0 && st->kernels != SSM_CUDA_KERNELS_V3)
+    return rssm_fail(err, errlen, "skip= needs the v3 kernels (RSSM_SSM_KERNELS=v3)");
+  if (cfg->skip > 0.0 && !v3_readout_fits(st->cap, nq, d, (size_t)optin))
+    return rssm_fail(err, errlen, "skip=: the v3 readout does not fit this shape (%d x %d)", d->dv, d->dk);
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;
@@ -1422,6 +2051,7 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   dalloc(reinterpret_cast<void **>(&st->flushed), Bz * sizeof(int));
   dalloc(reinterpret_cast<void **>(&st->flag), Bz * sizeof(int));
   dalloc(reinterpret_cast<void **>(&st->misuse), Bz * sizeof(int));
+  dalloc(reinterpret_cast<void **>(&st->ndraft), Bz * sizeof(int));
   dalloc(reinterpret_cast<void **>(&st->nflush), Bz * sizeof(uint64_t));
   dalloc(reinterpret_cast<void **>(&st->event), Bz * H * sizeof(uint32_t));
   dalloc(reinterpret_cast<void **>(&st->matrix_id), Bz * H * sizeof(uint64_t));
@@ -1433,6 +2063,8 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
     dalloc(reinterpret_cast<void **>(&st->rec_v), Bz * cap * H * dv * sizeof(float));
   }
   dalloc(reinterpret_cast<void **>(&st->S), Bz * H * dv * dk * sizeof(float));
+  if (st->kernels == SSM_CUDA_KERNELS_V3 && cfg->strategy != SSM_CONVENTIONAL)
+    dalloc(reinterpret_cast<void **>(&st->coefs), Bz * H * (size_t)nq * (cap + 1) * sizeof(float));
   if (oom) {
     ssm_cuda_free(st);
     return rssm_fail(err, errlen, "out of device memory for the SSM state");
@@ -1467,9 +2099,9 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
 
 extern "C" void ssm_cuda_free(ssm_cuda_state *st) {
   if (!st) return;
-  void *ptrs[] = {st->base,      st->h,     st->pending,   st->flushed, st->flag,  st->misuse,
+  void *ptrs[] = {st->base,      st->h,     st->pending,   st->flushed, st->flag,  st->misuse, st->ndraft,
                   st->nflush,    st->event, st->matrix_id, st->rec_alpha, st->rec_beta, st->rec_x,
-                  st->rec_v,     st->rec_k, st->main.blob, st->lp.blob, st->S};
+                  st->rec_v,     st->rec_k, st->main.blob, st->lp.blob, st->S, st->coefs};
   for (void *p : ptrs)
     if (p) cudaFree(p);
   memset(st, 0, sizeof *st);
@@ -1480,7 +2112,7 @@ extern "C" int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in, cons
   if (st->cfg.strategy == SSM_SPEC || !inputs_ok(st, in, o)) return -1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dev_state d = dev_of(st);
-  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_STEP, active, *in, 1);
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_STEP, active, *in, 1, nullptr);
   if (!d.conventional) launch_readout(st, d, OP_STEP, in->q, 1, o, s);
   launch_flush_rows(st, d, OP_STEP, in->q, o, s);
   step_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);
@@ -1489,10 +2121,15 @@ extern "C" int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in, cons
 
 extern "C" int ssm_cuda_verify(ssm_cuda_state *st, const ssm_cuda_inputs *drafts, const uint8_t *active,
                                float *o, void *stream) {
+  return ssm_cuda_verify_n(st, drafts, nullptr, active, o, stream);
+}
+
+extern "C" int ssm_cuda_verify_n(ssm_cuda_state *st, const ssm_cuda_inputs *drafts, const int *n,
+                                 const uint8_t *active, float *o, void *stream) {
   if (st->cfg.strategy != SSM_SPEC || !inputs_ok(st, drafts, o)) return -1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dev_state d = dev_of(st);
-  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_VERIFY, active, *drafts, d.T);
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_VERIFY, active, *drafts, d.T, n);
   /* Appendix D.1: rows with h + T > L fold their committed records first; their drafts then
    * read the fp32 S that the flush built */
   launch_flush_rows(st, d, OP_VERIFY, nullptr, nullptr, s);
@@ -1513,7 +2150,7 @@ extern "C" int ssm_cuda_flush(ssm_cuda_state *st, const uint8_t *active, void *s
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dev_state d = dev_of(st);
   ssm_cuda_inputs none = {nullptr, nullptr, nullptr, nullptr, nullptr};
-  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_FLUSH, active, none, 0);
+  plan_kernel<<<st->B, 128, 0, s>>>(d, OP_FLUSH, active, none, 0, nullptr);
   if (!d.conventional) {
     launch_flush_rows(st, d, OP_FLUSH, nullptr, nullptr, s);
     flush_book_kernel<<<book_blocks(st->B), BOOK_THREADS, 0, s>>>(d);

@@ -55,7 +55,12 @@ typedef struct {
  * SSM_CUDA_KERNELS_DEFAULT: v2 since it passed gpu_check_ssm and every check of `replayssm bench
  * kernels` on the H200 bit for bit (2026-11-29, docs/gpu-results.md); the session-2 runtime checks
  * and reproductions ran on legacy, which gives the same bits. */
-enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1 };
+enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1, SSM_CUDA_KERNELS_V3 = 2 };
+/* v3 (RSSM_SSM_KERNELS=v3, issue 17): the output-only readout split into a precompute kernel
+ * (k.q dots, decay weights, coefficients) and a streaming kernel per (row, head) that stages its
+ * checkpoint rows and records in shared memory with asynchronous 16-byte copies, decodes in
+ * registers and reduces many dot products together; everything else as v2. Same bits as v2
+ * (docs/ssm-cuda.md); selectable until an H200 run has shown it correct and faster. */
 #define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_V2
 
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
@@ -66,7 +71,7 @@ typedef struct {
   uint64_t seed;
   uint32_t layer;
   int cap;              /* ring slots per row: L + T (spec), L (replay), 1 (conventional) */
-  int kernels;          /* SSM_CUDA_KERNELS_V2 or _LEGACY (RSSM_SSM_KERNELS) */
+  int kernels;          /* SSM_CUDA_KERNELS_V2, _LEGACY or _V3 (RSSM_SSM_KERNELS) */
 
   /* per-row bookkeeping (device), the CPU ssm_state's scalars */
   int *base;            /* [B] slot of record 1 */
@@ -75,6 +80,7 @@ typedef struct {
   int *flushed;         /* [B] 1 when the row's last operation stored its checkpoint(s) */
   int *flag;            /* [B] the current operation's plan: 0 idle, 1 non-flush, 2 flush */
   int *misuse;          /* [B] count of calls the row refused (e.g. step on a spec row) */
+  int *ndraft;          /* [B] drafts of the row's last planned verification (0..T) */
   uint64_t *nflush;     /* [B] flushes (replay, spec) or stores (conventional) */
   uint32_t *event;      /* [B][H] quantisation events so far */
   uint64_t *matrix_id;  /* [B][H] qsr_matrix_id(layer, head, sequences[b]) */
@@ -91,6 +97,10 @@ typedef struct {
 
   /* scratch: the fp32 state materialised by a flush (only flush rows touch it) */
   float *S;             /* [B][H][dv][dk] */
+  /* v3 only: the readout's record coefficients per query, c_j at j < n and w_0 at cap */
+  float *coefs;         /* [B][H][nq_max][cap + 1] */
+  int nq_max;           /* readout queries of the largest operation: (spec ? T : 1) x (GDN ? 2 : 1) */
+  size_t smem_optin;    /* the device's opt-in shared memory per block */
 } ssm_cuda_state;
 
 /* Allocates the device state, every row S_0 = 0 stored as Q_F(0) (as ssm_state_build).
@@ -113,8 +123,18 @@ int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in /* n = 1 */,
 int ssm_cuda_verify(ssm_cuda_state *st, const ssm_cuda_inputs *drafts /* n = T */,
                     const uint8_t *active, float *o /* [B][T][H][dv] */, void *stream);
 
-/* Accept the first a[b] drafts of each active row's last verification (1 <= a[b] <= T): h += a.
- * a: device [B]. A row without a pending verification or with a out of range counts a misuse. */
+/* The same with each row's own number of drafts n[b] in 0..T (device [B]; NULL = T for every
+ * row), as ssm_verify_n: the drafts keep the stride T ([B][T][...], row b uses its first n[b]
+ * tokens) and row b writes o[b][0..n[b]-1] only. A row with n[b] = 0 does nothing at all (its
+ * state, `flushed` included, stays as it was) and then commits a[b] = 0. n[b] outside [0, T]
+ * counts a misuse and leaves the row idle. */
+int ssm_cuda_verify_n(ssm_cuda_state *st, const ssm_cuda_inputs *drafts /* n = T */,
+                      const int *n /* device [B] or NULL */, const uint8_t *active,
+                      float *o /* [B][T][H][dv] */, void *stream);
+
+/* Accept the first a[b] drafts of each active row's last verification (1 <= a[b] <= its drafts):
+ * h += a. a: device [B]. a[b] = 0 on a row with nothing pending (a verification of 0 drafts) does
+ * nothing; any other row without a pending verification or with a out of range counts a misuse. */
 int ssm_cuda_commit(ssm_cuda_state *st, const int *a /* device [B] */, const uint8_t *active,
                     void *stream);
 
