@@ -17,12 +17,14 @@
 #                 256 steps: about a minute; run it first
 #   STEPS=N       steps of the 4B runs (default 3072; 16384 would take ~6 min per model)
 #   BLOCK=N       steps per block (the timing resolution; default 256, --smoke 32)
-#   BUDGET_S=S    wall-clock budget of the whole script (default 285): Nemotron's steps are
+#   BUDGET_S=S    wall-clock budget of the whole script (default 270): Nemotron's steps are
 #                 cut to what fits after Qwen, the refusal check is skipped when it would not
 #                 fit, and every run is stopped (SIGINT: the steps so far are kept) at the budget
 #   WORK=DIR      where the checkpoints go (default /tmp/rssm4b; removed at the end unless
 #                 KEEP=1)
 #   BIN, PY       the replayssm binary (.devrun/bin/replayssm) and python (python3)
+#   WRITER=W      make_4b_checkpoints.py --writer: auto (default: transformers' save_pretrained,
+#                 falling back to the numpy writer of the same names), transformers or direct
 #
 # Files in $OUT (8): rehearsal.log (everything, timestamped), checkpoints.json (make_4b's
 # reports), MODEL.log (the run's stderr with timestamps, nvidia-smi peak, replayssm summary) and
@@ -45,7 +47,7 @@ cd "$ROOT" || exit 2
 BIN=${BIN:-$ROOT/.devrun/bin/replayssm}
 PY=${PY:-python3}
 WORK=${WORK:-/tmp/rssm4b}
-BUDGET_S=${BUDGET_S:-285}
+BUDGET_S=${BUDGET_S:-270}
 TOKENS=$ROOT/data/moby-dick.tok.zst
 INI=$ROOT/experiments/paper_kl_vs_length.ini
 if [ "$SMOKE" = 1 ]; then STEPS=${STEPS:-256}; TINY=--tiny; BLOCK=${BLOCK:-32}
@@ -78,7 +80,8 @@ run_model() {
   say "$name: checkpoint (make_4b_checkpoints.py --model $key $TINY)"
   t0=$(date +%s.%N)
   timeout "$(( $(left) > 30 ? $(left) : 30 ))" "$PY" scripts/make_4b_checkpoints.py "$WORK" \
-    --model "$key" $TINY --report "$WORK/$key.report.json" 2>&1 | tee -a "$LOG"
+    --model "$key" $TINY --writer "${WRITER:-auto}" --report "$WORK/$key.report.json" 2>&1 |
+    tee -a "$LOG"
   rc=${PIPESTATUS[0]}
   say "$name: make_4b exit $rc after $(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1-$2}') s"
   if [ ! -f "$dir/model.safetensors.index.json" ]; then
