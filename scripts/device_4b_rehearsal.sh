@@ -72,9 +72,10 @@ say "device_4b_rehearsal: smoke=$SMOKE steps=$STEPS budget=${BUDGET_S}s work=$WO
 NVSMI=1
 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits > /dev/null 2>&1 || NVSMI=0
 
-# $1 model key (qwen|nemotron), $2 checkpoint folder name, $3 steps, $4 extra run arguments
+# $1 model key (qwen|nemotron), $2 checkpoint folder name, $3 steps, $4 seconds of the budget
+# to leave for what follows (the run is stopped by SIGINT before it would eat them)
 run_model() {
-  local key=$1 name=$2 steps=$3 extra=${4:-}
+  local key=$1 name=$2 steps=$3 reserve=${4:-5}
   local dir=$WORK/$name mlog=$OUT/$name.log ini=$WORK/$name.ini h5=$WORK/$name.h5
   local t0 rc
   say "$name: checkpoint (make_4b_checkpoints.py --model $key $TINY)"
@@ -99,13 +100,13 @@ run_model() {
     pid_smi=$!
     sleep 0.5
   fi
-  local lim=$(left)
+  local lim=$(( $(left) - reserve ))
   [ "$lim" -lt 20 ] && lim=20
   say "$name: replayssm run --device cuda, $steps steps, stopped at $lim s if still running"
   {
     echo "@@ start $(date +%s.%N) steps $steps"
     RSSM_CUDA_MEMINFO=1 RSSM_BLOCK_TIMES=1 RSSM_PROGRESS_SECONDS=30 \
-      timeout -s INT -k 30 "$lim" "$BIN" run "$ini" --device cuda --out "$h5" --force $extra 2>&1
+      timeout -s INT -k 30 "$lim" "$BIN" run "$ini" --device cuda --out "$h5" --force 2>&1
     echo "@@ exit $? $(date +%s.%N)"
   } | stamp > "$mlog"
   [ -n "$pid_smi" ] && kill "$pid_smi" 2> /dev/null && wait "$pid_smi" 2> /dev/null
@@ -131,7 +132,8 @@ else
   Q=qwen3.5-4b; N=nemotron-3-nano-4b
 fi
 ok=0
-run_model qwen "$Q" "$STEPS" && ok=$((ok + 1))
+# Qwen leaves ~100 s for Nemotron (checkpoint, load, a few blocks)
+run_model qwen "$Q" "$STEPS" "$([ "$SMOKE" = 1 ] && echo 20 || echo 100)" && ok=$((ok + 1))
 [ "${KEEP:-0}" = 1 ] || rm -rf "${WORK:?}/$Q"
 
 # Nemotron's steps: what fits in the budget after Qwen (Qwen's load and step times as bounds)
@@ -141,7 +143,7 @@ if [ -f "$OUT/$Q.log" ]; then
     --left "$(left)" --reserve 10 $([ "$SMOKE" = 1 ] || echo --refusal) 2>> "$LOG" || echo "$STEPS")
 fi
 [ "$STEPS_N" != "$STEPS" ] && say "$N: $STEPS_N steps (cut from $STEPS to fit the budget)"
-run_model nemotron "$N" "$STEPS_N" && ok=$((ok + 1))
+run_model nemotron "$N" "$STEPS_N" 5 && ok=$((ok + 1))
 
 # The paper's full run on one GPU (4 windows x 131072, 36 rows): refused before allocating, the
 # message naming the rows that fit (needs the checkpoint's load again, ~the load time above).
@@ -150,7 +152,7 @@ if [ "$SMOKE" = 1 ]; then
 elif [ -d "$WORK/$N" ] && [ "$(left)" -gt 40 ]; then
   say "$N: the paper's full run (4 x 131072) on one GPU: expect a refusal naming what fits"
   {
-    RSSM_CUDA_MEMINFO=1 timeout -s INT -k 20 "$(( $(left) - 5 ))" "$BIN" run "$INI" \
+    RSSM_CUDA_MEMINFO=1 timeout -s INT -k 5 "$(( $(left) - 12 ))" "$BIN" run "$INI" \
       --device cuda --model "$WORK/$N" --tokens "$TOKENS" --out "$WORK/refusal.h5" --force 2>&1
     echo "@@ exit $?"
   } | stamp | tee -a "$OUT/$N.log" >> "$LOG"
