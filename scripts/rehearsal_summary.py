@@ -2,7 +2,9 @@
 """Summary of scripts/device_4b_rehearsal.sh (python standard library; h5py optional).
 
     rehearsal_summary.py --out-dir DIR [--steps N] MODEL.log...
-    rehearsal_summary.py --plan QWEN.log --steps N --left S [--reserve S]
+    rehearsal_summary.py --plan QWEN.log --steps N --left S [--reserve S] [--refusal]
+    rehearsal_summary.py --project summary.json [--N 131072] [--W 4] [--rows-per-window 9]
+                         [--rows-fit R]
 
 Reads the timestamped run logs the rehearsal writes (each line "EPOCH TEXT"; "@@ start",
 the RSSM_CUDA_MEMINFO=1 line, RSSM_BLOCK_TIMES=1 block lines, "@@ nvidia-smi", "@@ exit",
@@ -155,18 +157,18 @@ def h5_control(r, out_dir):
         r["h5_error"] = f"{type(e).__name__}: {e}"
 
 
-def projection(r, N=131072, W=4, per_window=9):
+def projection(r, N=131072, W=4, per_window=9, load_s=0.0, rows_fit=None):
     """Hours for the paper's W x N run on 1 and 8 H200s from the fit (see the module doc)."""
     if "fit_a_ms" not in r or "mem" not in r:
         return None
     a = r["fit_a_ms"] / 1e3
     rows_meas = r["mem"]["rows"]
     b_row = r["fit_b_ms_per_pos"] / 1e3 / rows_meas  # s per position per row
-    fit_rows = r["mem"]["rows_fit_131072"]
+    fit_rows = rows_fit if rows_fit is not None else r["mem"]["rows_fit_131072"]
     wpp = max(1, min(W, fit_rows // per_window)) if fit_rows >= per_window else 0
 
     def t_pass(w):
-        return a * N + b_row * per_window * w * N * N / 2.0
+        return load_s + a * N + b_row * per_window * w * N * N / 2.0
 
     out = {"a_s": a, "b_s_per_pos_per_row": b_row, "rows_fit_131072": fit_rows,
            "windows_per_pass_1gpu": wpp}
@@ -177,6 +179,25 @@ def projection(r, N=131072, W=4, per_window=9):
     out["hours_8gpu"] = t_pass(1) / 3600.0
     out["hours_one_window"] = t_pass(1) / 3600.0
     return out
+
+
+def project(args):
+    """Projections from a summary.json for other lengths and window counts."""
+    models = json.load(open(args.project))
+    print(f"# W = {args.W} windows x N = {args.N} steps, {args.rows_per_window} rows per window")
+    print("model | a (ms) | b (ns / position / row) | rows fit at 131072 | windows per pass | "
+          "1 H200 (h) | 8 H200 (h)")
+    for r in models:
+        p = projection(r, N=args.N, W=args.W, per_window=args.rows_per_window,
+                       load_s=r.get("to_batch_s", 0.0) or 0.0, rows_fit=args.rows_fit)
+        if not p:
+            print(f"{r.get('log', '?')} | (no timing)")
+            continue
+        h1 = p.get("hours_1gpu")
+        print(f"{r['log'][:-4]} | {1e3 * p['a_s']:.3f} | {1e9 * p['b_s_per_pos_per_row']:.4f} | "
+              f"{p['rows_fit_131072']} | {p['windows_per_pass_1gpu']} | "
+              f"{'-' if h1 is None else f'{h1:.2f}'} | {p['hours_8gpu']:.2f}")
+    return 0
 
 
 def plan(args):
@@ -262,12 +283,20 @@ def main():
     ap.add_argument("--out-dir")
     ap.add_argument("--steps", type=int, default=3072)
     ap.add_argument("--plan")
+    ap.add_argument("--project", help="summary.json: the projection for --N, --W")
+    ap.add_argument("--N", type=int, default=131072)
+    ap.add_argument("--W", type=int, default=4)
+    ap.add_argument("--rows-per-window", type=int, default=9)
+    ap.add_argument("--rows-fit", type=int, default=None,
+                    help="--project: rows that fit at --N (default: the run's, at 131072)")
     ap.add_argument("--left", type=float, default=0)
     ap.add_argument("--reserve", type=float, default=10)
     ap.add_argument("--refusal", action="store_true", help="--plan: leave time for the refusal check")
     args = ap.parse_args()
     if args.plan:
         return plan(args)
+    if args.project:
+        return project(args)
     if not args.out_dir:
         ap.error("--out-dir is needed")
     return write(args)
