@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "src/decode/engine.h"
 #include "src/decode/hf_decoder.h"
@@ -172,9 +173,39 @@ static int ce_block(rssm_engine *e, const int64_t *tok, int64_t t0, int64_t t1,
 static const rssm_engine_ops cuda_engine_ops = {ce_block, ce_state_bytes, ce_save, ce_load,
                                                 ce_close};
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* RSSM_CUDA_MEMINFO=1: one stderr line with the device memory before and after, the weights,
+ * the batch's estimate against what it took, the upload and build times, and how many rows the
+ * estimate lets fit at this length and at 131072 positions (docs/real-checkpoints.md). */
+static void report_memory(const cuda_engine *g, int R, int64_t N, const int64_t mem[4],
+                          double t_up, double t_build) {
+  const double gib = 1073741824.0;
+  const int64_t est = mc_batch_estimate(g->g, R, N), budget = mem[2];
+  fprintf(stderr,
+          "replayssm: cuda memory: device %.2f GiB, free %.2f GiB before the weights; weights "
+          "%.2f GiB (uploaded in %.2f s); batch %d rows x %lld positions: estimate %.2f GiB, "
+          "took %.2f GiB (built in %.2f s); free %.2f GiB after; estimate lets %lld rows fit at "
+          "%lld positions, %lld at 131072\n",
+          (double)mem[1] / gib, (double)mem[0] / gib, (double)mc_model_bytes(g->g) / gib, t_up, R,
+          (long long)N, (double)est / gib, (double)(mem[2] - mem[3]) / gib, t_build,
+          (double)mem[3] / gib, (long long)mc_batch_rows_fit(g->g, N, budget), (long long)N,
+          (long long)mc_batch_rows_fit(g->g, 131072, budget));
+  fflush(stderr);
+}
+
 /* The device model and batch of g (host buffers allocated). */
 static int build_batch(cuda_engine *g, const rssm_engine_params *p, const model *m, char *err,
                        size_t errlen) {
+  const char *mi = getenv("RSSM_CUDA_MEMINFO");
+  const int meminfo = mi && strcmp(mi, "1") == 0;
+  int64_t mem[4] = {0, 0, 0, 0}; /* free before the weights, total, free before/after the batch */
+  double t0 = mono_s(), t_up = 0, t_build = 0;
+  if (meminfo && mc_device_mem(&mem[0], &mem[1]) != 0) mem[0] = mem[1] = -1;
   ssm_config *cfgs = calloc((size_t)p->C + 1, sizeof *cfgs);
   uint32_t *seqs = calloc((size_t)p->K, sizeof *seqs);
   int rc = cfgs && seqs ? RSSM_OK : RSSM_ERR_IO;
@@ -185,10 +216,20 @@ static int build_batch(cuda_engine *g, const rssm_engine_params *p, const model 
     for (int64_t k = 0; k < p->K; k++) seqs[k] = (uint32_t)(p->offset + k);
     rc = mc_model_upload(m, &g->g, err, errlen);
   }
+  if (rc == RSSM_OK && meminfo) {
+    t_up = mono_s() - t0;
+    if (mc_device_mem(&mem[2], &mem[1]) != 0) mem[2] = -1;
+    t0 = mono_s();
+  }
   /* positions 0..N-1 are fed (no spec: Tmax = 1) */
   if (rc == RSSM_OK)
     rc = mc_batch_build(&g->b, g->g, cfgs, (int)p->C + 1, (int)p->K, p->seed, seqs, p->N, err,
                         errlen);
+  if (rc == RSSM_OK && meminfo) {
+    t_build = mono_s() - t0;
+    if (mc_device_mem(&mem[3], &mem[1]) != 0) mem[3] = -1;
+    report_memory(g, (int)((p->C + 1) * p->K), p->N, mem, t_up, t_build);
+  }
   /* one CUDA Graph per step (bit-identical to launching, checked on the H200); RSSM_CUDA_GRAPH=0
    * launches kernel by kernel, for debugging and RSSM_CUDA_PROFILE */
   const char *graph = getenv("RSSM_CUDA_GRAPH");

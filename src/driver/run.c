@@ -345,11 +345,21 @@ int run_experiment(const experiment *e, const run_options *o, char *err, size_t 
   double every = pe && atof(pe) > 0 ? atof(pe) : 5.0;
   if (!o->quiet && rc == RSSM_OK)
     r.prog = run_progress_start(r.N, r.K * (r.C + 1), r.written, every, o->progress);
+  /* RSSM_BLOCK_TIMES=1: one stderr line per block with its wall time (time per step at the
+   * start and end of a run, docs/real-checkpoints.md) */
+  const char *bt = getenv("RSSM_BLOCK_TIMES");
+  const int block_times = bt && strcmp(bt, "1") == 0;
   while (rc == RSSM_OK && r.b0 < r.N) {
     int64_t b1 = r.b0 + r.B < r.N ? r.b0 + r.B : r.N;
     int64_t complete = b1;
+    const double tb = now_s();
     rc = engine_block(&r, b1, &complete, err, errlen);
     if (rc != RSSM_OK) break;
+    if (block_times) {
+      const double dt = now_s() - tb;
+      fprintf(stderr, "replayssm run: block steps %lld..%lld: %.4f s, %.3f ms per step\n",
+              (long long)r.b0, (long long)b1, dt, 1e3 * dt / (double)(b1 > r.b0 ? b1 - r.b0 : 1));
+    }
     r.b0 = b1;
     int64_t written0 = r.written;
     set_written(&r, complete);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "src/io/errbuf.h"
+#include "src/model_cuda/mc_fit.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
@@ -580,6 +581,49 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int Rp, int64_t max_
   return z;
 }
 
+/* need(R) and need(max_ctx) for mc_fit_largest */
+typedef struct {
+  const mc_model *g;
+  int R;
+  int64_t max_ctx;
+} fit_ctx;
+
+static int64_t rows_pad(int64_t R) { return (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE; }
+
+static int64_t need_of_rows(void *p, int64_t R) {
+  const fit_ctx *f = (const fit_ctx *)p;
+  return batch_sizes_of(f->g, (int)R, (int)rows_pad(R), f->max_ctx).need;
+}
+
+static int64_t need_of_ctx(void *p, int64_t ctx) {
+  const fit_ctx *f = (const fit_ctx *)p;
+  return batch_sizes_of(f->g, f->R, (int)rows_pad(f->R), ctx).need;
+}
+
+extern "C" int64_t mc_batch_estimate(const mc_model *g, int R, int64_t max_ctx) {
+  return batch_sizes_of(g, R, (int)rows_pad(R), max_ctx).need;
+}
+
+extern "C" int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t budget) {
+  fit_ctx f = {g, 0, max_ctx};
+  const int64_t n = mc_fit_largest(need_of_rows, &f, 1, 65535, budget);
+  return n < 0 ? 0 : n;
+}
+
+extern "C" int64_t mc_batch_ctx_fit(const mc_model *g, int R, int64_t budget) {
+  fit_ctx f = {g, R, 0};
+  const int64_t n = mc_fit_largest(need_of_ctx, &f, 1, INT32_MAX, budget);
+  return n < 0 ? 0 : n;
+}
+
+extern "C" int mc_device_mem(int64_t *free_b, int64_t *total_b) {
+  size_t fr = 0, to = 0;
+  if (cudaMemGetInfo(&fr, &to) != cudaSuccess) return -1;
+  *free_b = (int64_t)fr;
+  *total_b = (int64_t)to;
+  return 0;
+}
+
 /* b's streams, cuBLAS handle, host arrays, side streams and (RSSM_CUDA_PROFILE=1) profile
  * events. Returns 1, or 0 when one could not be created. */
 static int batch_streams(mc_batch *b, int C, int R, int nb) {
@@ -770,10 +814,12 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
     return rssm_fail(err, errlen, "no CUDA device (cudaMemGetInfo failed)"), RSSM_ERR_IO;
   }
   if (need > (int64_t)free_b) {
-    rssm_fail(err, errlen,
-              "needs %.1f GiB of device memory for %d rows at %lld positions, the device "
-              "has %.1f GiB free",
-              (double)need / 1073741824.0, R, (long long)max_ctx, (double)free_b / 1073741824.0);
+    /* name what would fit: rows at this length, and the length for these rows */
+    const int64_t rows_fit = mc_batch_rows_fit(g, max_ctx, (int64_t)free_b);
+    const int64_t ctx_fit = mc_batch_ctx_fit(g, R, (int64_t)free_b);
+    char msg[600];
+    mc_fit_message(msg, sizeof msg, need, R, C, max_ctx, (int64_t)free_b, rows_fit, ctx_fit);
+    rssm_fail(err, errlen, "%s", msg);
     mc_batch_free(b);
     return RSSM_ERR_INPUT;
   }

@@ -68,6 +68,15 @@ int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_config *cfgs /* 
                    char *err, size_t errlen);
 void mc_batch_free(mc_batch *b);
 int mc_batch_rows(const mc_batch *b);
+/* Device bytes mc_batch_build estimates for R rows at max_ctx positions (the budget of
+ * docs/gpu-runtime.md; it leaves out the SSM record ring, cuBLAS and graph memory), and from
+ * the same estimate the most rows (0..65535) that fit in budget bytes at max_ctx positions and
+ * the most positions (0..2^31-1) at which R rows fit. The refusal message names both. */
+int64_t mc_batch_estimate(const mc_model *g, int R, int64_t max_ctx);
+int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t budget);
+int64_t mc_batch_ctx_fit(const mc_model *g, int R, int64_t budget);
+/* Free and total device memory now (cudaMemGetInfo): 0, or -1 when the call failed. */
+int mc_device_mem(int64_t *free_b, int64_t *total_b);
 /* Replay each step from a CUDA Graph captured at the first step (on = 1) or launch it kernel by
  * kernel (0, the default until gpu_check_mc_forward has shown both give the same bits).
  * The run engine and `logits` turn it on unless RSSM_CUDA_GRAPH=0. */

@@ -137,6 +137,42 @@ int tt_write_with_header(const tt_list *l, const cJSON *hdr, const char *path) {
   return ok ? 0 : -1;
 }
 
+void tt_shard_name(char *buf, size_t len, int i, int n) {
+  snprintf(buf, len, "model-%05d-of-%05d.safetensors", i, n);
+}
+
+int tt_write_sharded(const tt_list *l, const char *dir, int nshards) {
+  if (nshards < 1 || nshards > l->n) return -1;
+  cJSON *idx = cJSON_CreateObject();
+  cJSON *meta = cJSON_AddObjectToObject(idx, "metadata");
+  cJSON *wm = cJSON_AddObjectToObject(idx, "weight_map");
+  int64_t total = 0;
+  int rc = 0;
+  for (int s = 0; s < nshards && rc == 0; s++) {
+    const int lo = s * l->n / nshards, hi = (s + 1) * l->n / nshards;
+    tt_list part = *l; /* a view of tensors [lo, hi) */
+    part.t = l->t + lo;
+    part.n = hi - lo;
+    char name[64], path[4096];
+    tt_shard_name(name, sizeof name, s + 1, nshards);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    rc = tt_write(&part, path);
+    for (int i = lo; i < hi; i++) {
+      cJSON_AddStringToObject(wm, l->t[i].name, name);
+      total += l->t[i].n * (l->t[i].bf16 ? 2 : 4);
+    }
+  }
+  cJSON_AddNumberToObject(meta, "total_size", (double)total);
+  char *text = cJSON_Print(idx);
+  cJSON_Delete(idx);
+  if (!text) return -1;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+  if (rc == 0) rc = write_text(path, text);
+  free(text);
+  return rc;
+}
+
 int tt_write(const tt_list *l, const char *path) {
   cJSON *h = tt_header(l);
   int rc = tt_write_with_header(l, h, path);

@@ -41,6 +41,13 @@ cJSON *tt_header(const tt_list *l);
 int tt_write_with_header(const tt_list *l, const cJSON *hdr, const char *path);
 int tt_write(const tt_list *l, const char *path);
 
+/* Sharded as transformers' save_pretrained writes it: the tensors in list order split into
+ * nshards files DIR/model-0000i-of-0000n.safetensors and DIR/model.safetensors.index.json
+ * ({"metadata": {"total_size"}, "weight_map"}). Returns 0 or -1. */
+int tt_write_sharded(const tt_list *l, const char *dir, int nshards);
+/* The name of shard i (1-based) of n: "model-0000i-of-0000n.safetensors". */
+void tt_shard_name(char *buf, size_t len, int i, int n);
+
 int write_text(const char *path, const char *text);
 int write_tokens_i32(const char *path, const int32_t *ids, int64_t n);
 
