@@ -22,6 +22,7 @@
 #                 fit, and every run is stopped (SIGINT: the steps so far are kept) at the budget
 #   WORK=DIR      where the checkpoints go (default /tmp/rssm4b; removed at the end unless
 #                 KEEP=1)
+#   FAULTS_ONLY=D only the shard fault checks on checkpoint D (truncates one of its shards)
 #   BIN, PY       the replayssm binary (.devrun/bin/replayssm) and python (python3)
 #   WRITER=W      make_4b_checkpoints.py --writer: auto (default: transformers' save_pretrained,
 #                 falling back to the numpy writer of the same names), transformers or direct
@@ -126,6 +127,40 @@ run_model() {
   [ "${rc:-1}" = 0 ]
 }
 
+# Shard faults on the 4B checkpoint itself (docs/real-checkpoints.md; issue 22): each must be
+# exit 2 with one line naming the file, before any weight is converted (well under a second).
+# $1 checkpoint folder, $2 the model's log. The last one truncates a shard in place.
+fault_checks() {
+  local dir=$1 mlog=$2 f=$WORK/faults shard2 rc line
+  shard2=$(ls "$dir"/model-*-of-*.safetensors 2> /dev/null | sed -n 2p)
+  [ -n "$shard2" ] || shard2=$(ls "$dir"/model-*-of-*.safetensors 2> /dev/null | sed -n 1p)
+  [ -n "$shard2" ] || { say "fault checks skipped: no shard files in $dir"; return; }
+  run_fault() { # $1 name, $2 model folder
+    "$BIN" logits --model "$2" --tokens "$TOKENS" --steps 1 --out "$WORK/fault.npy" \
+      > "$WORK/fault.txt" 2>&1
+    rc=$?
+    line=$(grep -v "warning:" "$WORK/fault.txt" | tail -n 2 | tr '\n' ' ')
+    echo "@@ fault $1: exit $rc: $line" | tee -a "$LOG" >> "$mlog"
+  }
+  rm -rf "$f" && mkdir -p "$f/missing" "$f/absent"
+  ln -s "$dir"/* "$f/missing/" && rm "$f/missing/$(basename "$shard2")"
+  run_fault missing-shard "$f/missing"
+  ln -s "$dir"/* "$f/absent/" && rm "$f/absent/model.safetensors.index.json"
+  "$PY" -c 'import json, sys
+m = json.load(open(sys.argv[1])); k = sorted(m["weight_map"])[-1]
+m["weight_map"][k] = "model-00009-of-00002.safetensors"; json.dump(m, open(sys.argv[2], "w"))' \
+    "$dir/model.safetensors.index.json" "$f/absent/model.safetensors.index.json"
+  run_fault index-names-absent-file "$f/absent"
+  truncate -s -1000 "$shard2" && run_fault truncated-shard "$dir"
+  rm -rf "$f"
+}
+
+# FAULTS_ONLY=DIR: only the shard fault checks, on (a copy you can spare of) checkpoint DIR
+if [ -n "${FAULTS_ONLY:-}" ]; then
+  fault_checks "$FAULTS_ONLY" "$OUT/faults.log"
+  exit 0
+fi
+
 if [ "$SMOKE" = 1 ]; then
   Q=qwen3.5-tiny; N=nemotron-h-tiny
 else
@@ -134,6 +169,7 @@ fi
 ok=0
 # Qwen leaves ~100 s for Nemotron (checkpoint, load, a few blocks)
 run_model qwen "$Q" "$STEPS" "$([ "$SMOKE" = 1 ] && echo 20 || echo 100)" && ok=$((ok + 1))
+[ -d "$WORK/$Q" ] && [ "${KEEP:-0}" != 1 ] && fault_checks "$WORK/$Q" "$OUT/$Q.log"
 [ "${KEEP:-0}" = 1 ] || rm -rf "${WORK:?}/$Q"
 
 # Nemotron's steps: what fits in the budget after Qwen (Qwen's load and step times as bounds)

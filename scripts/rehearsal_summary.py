@@ -7,6 +7,7 @@
                          [--rows-fit R]
 
 Reads the timestamped run logs the rehearsal writes (each line "EPOCH TEXT"; "@@ start",
+"@@ fault" (the shard fault checks on the 4B checkpoint),
 the RSSM_CUDA_MEMINFO=1 line, RSSM_BLOCK_TIMES=1 block lines, "@@ nvidia-smi", "@@ exit",
 `replayssm summary` text) and writes DIR/summary.md and DIR/summary.json:
 
@@ -67,6 +68,8 @@ def parse(path):
             f = text.split()
             r["exit"] = int(f[2]) if len(f) > 2 and f[2].lstrip("-").isdigit() else None
             r["t_end"] = t
+        elif text.startswith("@@ fault "):
+            r.setdefault("faults", []).append(text[len("@@ fault "):])
         elif text.startswith("@@ nvidia-smi"):
             m = re.search(r"min (\d+) max (\d+)", text)
             if m:
@@ -265,6 +268,8 @@ def write(args):
         for k in ("refusal", "unused_warning", "h5_error", "error"):
             if r.get(k):
                 lines.append(f"- {r['log'][:-4]} {k}: {r[k]}")
+        for f in r.get("faults", []):
+            lines.append(f"- {r['log'][:-4]} shard fault {f}")
     lines += ["", "Formula: ms per step = a + b pos over the blocks after the first; "
               "T_pass(N, w) = a N + w (b / R) 9 N^2 / 2 with R the measured rows; "
               "1 H200: passes of floor(rows_fit / 9) windows; 8 H200: one window per GPU."]
