@@ -1009,7 +1009,7 @@ static void set_defaults(options *o) {
   o->nshapes = N_SHAPES;
   for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
   const char *env = getenv("RSSM_SSM_KERNELS");
-  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : env && strcmp(env, "v3") == 0 ? "v3" : "v2";
+  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : env && strcmp(env, "v2") == 0 ? "v2" : "v3";
 }
 
 /* --targets-only: the measurements of the issue-17 targets (targets.h) and nothing else: parts
@@ -1170,7 +1170,7 @@ static int parse_args(int argc, char **argv, options *o) {
        .help = "Appendix F decay threshold"},
       {.name = "--quick", .type = CLI_FLAG, .dest = &o->quick,
        .help = "batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays"},
-      {.name = "--kernels", .type = CLI_STR, .dest = &o->kernels, .meta = "K", .def = "v2",
+      {.name = "--kernels", .type = CLI_STR, .dest = &o->kernels, .meta = "K", .def = "v3",
        .help = "v2, legacy or v3: the engine's kernel version (sets RSSM_SSM_KERNELS;\n"
                "docs/ssm-cuda.md, \"Kernel versions\")"},
       {.name = "--targets-only", .type = CLI_FLAG, .dest = &o->targets_only,

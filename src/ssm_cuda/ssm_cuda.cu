@@ -1903,7 +1903,11 @@ void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float 
     return;
   }
   const int fc = format_class(rd.kind);
-  if (st->kernels == SSM_CUDA_KERNELS_V3 && launch_readout_v3(st, d, op, q, nt, o, s, rd, nq, fc)) return;
+  /* v3's readout is faster than v2's for fp32 reads and 3-4x slower for 4- and 8-bit ones (H200,
+     2026-12-01, docs/gpu-results.md "SSM kernels v3"); both give the same bits, so v3 reads only
+     fp32 checkpoints, and every format when skip= needs it (only v3 has the threshold). */
+  const bool v3_readout = st->kernels == SSM_CUDA_KERNELS_V3 && (fc == FC_F32 || d.skip > 0.0);
+  if (v3_readout && launch_readout_v3(st, d, op, q, nt, o, s, rd, nq, fc)) return;
   const size_t sm = ro2_smem_bytes(d.cap, nq, d.dk, d.hpg);
 #define RO2(M, FC) ro2_kernel<M, FC><<<grid, V2_WARPS * 32, sm, s>>>(d, rd, op, q, nt, o)
   if (d.dk <= 128) {
@@ -2021,7 +2025,7 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   if (raise_smem(smem, msmem, err, errlen) != 0) return -1;
   st->smem_optin = (size_t)optin;
   st->nq_max = nq;
-  /* RSSM_SSM_KERNELS=v2|legacy, else the default (ssm_cuda.h; docs/ssm-cuda.md, "Kernel versions") */
+  /* RSSM_SSM_KERNELS=v3|v2|legacy, else the default (ssm_cuda.h; docs/ssm-cuda.md, "Kernel versions") */
   const char *kv = getenv("RSSM_SSM_KERNELS");
   st->kernels = kv && strcmp(kv, "v2") == 0       ? SSM_CUDA_KERNELS_V2
                 : kv && strcmp(kv, "legacy") == 0 ? SSM_CUDA_KERNELS_LEGACY

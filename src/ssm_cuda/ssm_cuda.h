@@ -50,18 +50,20 @@ typedef struct {
 } ssm_cuda_ckpt;
 
 /* Which kernels run the readouts and materialisations (docs/ssm-cuda.md, "Kernel versions"):
- * both are written to give the same bits; legacy is the first, slower version. ssm_cuda_build
- * takes the environment variable RSSM_SSM_KERNELS ("v2" or "legacy"), else
- * SSM_CUDA_KERNELS_DEFAULT: v2 since it passed gpu_check_ssm and every check of `replayssm bench
- * kernels` on the H200 bit for bit (2026-11-29, docs/gpu-results.md); the session-2 runtime checks
- * and reproductions ran on legacy, which gives the same bits. */
+ * all three are written to give the same bits; legacy is the first, slowest version. ssm_cuda_build
+ * takes the environment variable RSSM_SSM_KERNELS ("v3", "v2" or "legacy"), else
+ * SSM_CUDA_KERNELS_DEFAULT. */
 enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1, SSM_CUDA_KERNELS_V3 = 2 };
 /* v3 (RSSM_SSM_KERNELS=v3, issue 17): the output-only readout split into a precompute kernel
  * (k.q dots, decay weights, coefficients) and a streaming kernel per (row, head) that stages its
  * checkpoint rows and records in shared memory with asynchronous 16-byte copies, decodes in
  * registers and reduces many dot products together; everything else as v2. Same bits as v2
- * (docs/ssm-cuda.md); selectable until an H200 run has shown it correct and faster. */
-#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_V2
+ * (docs/ssm-cuda.md). The v3 readout runs for fp32 checkpoints (and for every format under
+ * skip=): on the H200 it was 3-4x slower than v2's for 4- and 8-bit reads, which keep v2's.
+ * The default since 2026-12-01: gpu_check_ssm, bench kernels' checks and gpu_session.sh passed
+ * with it on the H200, and it was faster than v2 on every timed case but the B = 1 conventional
+ * step (1-2 us slower; docs/gpu-results.md, "SSM kernels v3"). */
+#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_V3
 
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
 typedef struct {

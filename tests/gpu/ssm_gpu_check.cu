@@ -56,8 +56,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpu_check_ssm: no CUDA device\n");
     return 2;
   }
-  /* the v2 kernels unless RSSM_SSM_KERNELS says otherwise (they are what needs checking) */
-  if (!getenv("RSSM_SSM_KERNELS")) setenv("RSSM_SSM_KERNELS", "v2", 1);
+  /* the default kernels (v3) unless RSSM_SSM_KERNELS says otherwise */
+  if (!getenv("RSSM_SSM_KERNELS")) setenv("RSSM_SSM_KERNELS", "v3", 1);
   printf("device: %s; B = %d rows; RSSM_SSM_KERNELS=%s\n", prop.name, kB, getenv("RSSM_SSM_KERNELS"));
   int failures = 0;
   /* the v2 readout's decoders, every code of every format, before anything uses them */
