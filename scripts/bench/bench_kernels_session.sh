@@ -15,13 +15,7 @@ set -u
 export LD_LIBRARY_PATH=.devrun/lib:/usr/local/cuda/lib64
 BIN=.devrun/bin
 start=$(date +%s)
-{
-  date -u '+%Y-%m-%d %H:%M:%S UTC'
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit \
-    --format=csv 2>&1
-  git log -1 --format='commit %H %s' 2>/dev/null
-  git status --short -- src tests 2>/dev/null | head -20
-} > "$OUT/device.txt"
+bash "$(dirname "$0")/device_info.sh" > "$OUT/device.txt"
 
 # 1. bit-identity of the engine (and of the snapshot baseline) against the CPU reference
 timeout -s INT 130 "$BIN/gpu_check_ssm" > "$OUT/gpu_check_ssm.log" 2>&1

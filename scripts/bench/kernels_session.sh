@@ -30,13 +30,7 @@ set -u
 export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
 BIN=.devrun/bin
 start=$(date +%s)
-{
-  date -u '+%Y-%m-%d %H:%M:%S UTC'
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit \
-    --format=csv 2>&1
-  git log -1 --format='commit %H %s' 2>/dev/null
-  git status --short -- src tests 2>/dev/null | head -20
-} > "$OUT/device.txt"
+bash "$(dirname "$0")/device_info.sh" > "$OUT/device.txt"
 for b in replayssm gpu_check_ssm; do
   [ -x "$BIN/$b" ] || echo "missing $BIN/$b" | tee -a "$OUT/device.txt"
 done

@@ -678,25 +678,6 @@ __device__ inline void fill_luts(luts *lt, int kind) {
   }
 }
 
-/* rssm_decode_elem of a bf16 (bf16 != 0) or fp16 code, without its generic arithmetic: finite
- * values and infinities are the same bits (bf16: the code shifted; fp16: the exponent rebiased, or
- * for subnormals the decoder's own mant * 2^-24 and sign), NaNs go to the decoder itself. Equal
- * to rssm_decode_elem for all 2 x 65536 codes: checked exhaustively on the host when it was written
- * and on the device by ssm_cuda_check_decoders (gpu_check_ssm). */
-__host__ __device__ inline float decode16_fast(int bf16, uint32_t code) {
-  if (bf16) {
-    if ((code & 0x7F80u) == 0x7F80u && (code & 0x7Fu)) return rssm_decode_elem(RSSM_EL_BF16, code);
-    return rssm_bits_f32(code << 16);
-  }
-  const uint32_t e = (code >> 10) & 0x1Fu, m = code & 0x3FFu, sg = (code & 0x8000u) << 16;
-  if (e == 0x1Fu) return rssm_decode_elem(RSSM_EL_FP16, code);
-  if (e == 0u) {
-    const float a = (float)m * 5.9604644775390625e-08f; /* rssm_exp2i(-24), as the decoder */
-    return sg ? -a : a;
-  }
-  return rssm_bits_f32(sg | ((e + 112u) << 23) | (m << 13));
-}
-
 /* A lane's columns c = lane + 32 m, m < M: byte offsets of its codes in a row and of their block
  * scales in the row's scale slots (computed once: the division by the block is not per row). */
 template <int M>
@@ -736,7 +717,7 @@ __device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, i
 #pragma unroll
     for (int m = 0; m < M; m++) cw[m] = lc.valid[m] ? row[lc.code[m]] : 0u;
 #pragma unroll
-    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? decode16_fast(bf16, cw[m]) : 0.0f;
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? rssm_decode16_fast(bf16, cw[m]) : 0.0f;
   } else {
     const uint8_t *scales = mb + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem);
     uint32_t cb[M], sb[M];
@@ -1657,9 +1638,8 @@ __global__ void check_decoders_kernel(unsigned long long *bad) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; /* grid covers 65536 codes */
   unsigned long long n = 0;
   for (int bf = 0; bf < 2; bf++) {
-    float a = decode16_fast(bf, t), b = rssm_decode_elem(bf ? RSSM_EL_BF16 : RSSM_EL_FP16, t);
-    n += rssm_f32_bits(a) != rssm_f32_bits(b);
-    /* v3's register decoders (quant/decode_fast.h) */
+    /* the register decoders of v2 and v3 (quant/decode_fast.h) */
+    const float b = rssm_decode_elem(bf ? RSSM_EL_BF16 : RSSM_EL_FP16, t);
     n += rssm_f32_bits(rssm_decode16_fast(bf, t)) != rssm_f32_bits(b);
   }
   if (t < 256) {
