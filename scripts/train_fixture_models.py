@@ -249,6 +249,30 @@ class SlowBeta:
         return v
 
 
+def init_from_checkpoint(model, path):
+    """Continues a committed model (--init-from DIR): its bf16 weights into the freshly designed
+    model, every tensor by name (strict: a checkpoint of another layout is refused). The slow
+    heads' fixed entries were written from the same bf16-rounded design, so FixedHeads.restore
+    (called before training) leaves them as they are."""
+    import torch
+    from safetensors.torch import load_file
+
+    sd = load_file(os.path.join(path, "model.safetensors"))
+    own = model.state_dict()
+    missing = sorted(set(own) - set(sd))
+    extra = sorted(set(sd) - set(own))
+    if missing or extra:
+        raise RuntimeError(f"{path}: not this model's layout: missing {missing[:4]}, "
+                           f"unexpected {extra[:4]}")
+    with torch.no_grad():
+        for k, v in sd.items():
+            if own[k].shape != v.shape:
+                raise RuntimeError(f"{path}: {k} has shape {tuple(v.shape)}, expected "
+                                   f"{tuple(own[k].shape)}")
+            own[k].copy_(v.to(torch.float32))
+    log(f"initialised from {path}: {len(sd)} tensors")
+
+
 def design_ssm_heads(model, seed):
     """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer."""
     import torch
@@ -521,6 +545,8 @@ def train(name, args):
 
     model = builder().to(torch.float32)
     fixed = design_ssm_heads(model, seed)
+    if args.init_from:
+        init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{name}: {n_params} parameters ({n_params * 2 / 1e6:.2f} MB in bf16)")
     for n, p in model.named_parameters():
@@ -538,7 +564,8 @@ def train(name, args):
     moby = open(args.heldout, "rb").read()
     starts, windows = heldout_windows(moby)
     log(f"held-out: {len(moby)} bytes, windows at {starts}")
-    sampler = Sampler(corpus, seed, device)
+    # a continued run draws other windows than the run it continues
+    sampler = Sampler(corpus, seed + (7919 if args.init_from else 0), device)
 
     decay, no_decay = [], []
     for n, p in model.named_parameters():
@@ -547,7 +574,7 @@ def train(name, args):
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
                             **({"fused": True} if device == "cuda" else {}))
-    warmup = 100
+    warmup = args.warmup
     total_steps = None
     micro, accum = BATCH, 1
     rows, window_losses = [], []
@@ -560,18 +587,22 @@ def train(name, args):
             elapsed = time.time() - t_train
             if elapsed >= args.train_seconds or (total_steps is not None and step >= total_steps):
                 break
+            # the speed, measured over steps 20..rate_at, fixes the cosine's length
+            rate_at = max(warmup, 40)
             if step == 20:
                 t_rate = time.time()
-            if step == warmup and t_rate is not None:
-                rate = (warmup - 20) / (time.time() - t_rate)
+            if step == rate_at and t_rate is not None:
+                rate = (rate_at - 20) / (time.time() - t_rate)
                 left = args.train_seconds - (time.time() - t_train)
                 total_steps = step + int(rate * left * 0.97)
                 log(f"{rate:.2f} steps/s ({rate * BATCH * SEQ / 1e3:.0f}K tokens/s): "
                     f"{total_steps} steps in all")
             if step < warmup:
                 lr = args.lr * (step + 1) / warmup
+            elif total_steps is None:   # a short warm-up ends before the speed is known
+                lr = args.lr
             else:
-                span = max(1, (total_steps or step + 1) - warmup)
+                span = max(1, total_steps - warmup)
                 frac = min(1.0, (step - warmup) / span)
                 lr = args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
             for g in opt.param_groups:
@@ -680,7 +711,7 @@ def train(name, args):
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
               "slow_memories": SLOW_MEMORIES, "slow_beta_weight": SLOW_BETA_WEIGHT,
-              "gdn_chunk_start": chunk_info}
+              "gdn_chunk_start": chunk_info, "init_from": args.init_from, "warmup": warmup}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -883,6 +914,11 @@ def main():
     ap.add_argument("--heldout", default="data/moby-dick.txt")
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--init-from", metavar="DIR", default=None,
+                    help="continue a committed model directory (config.json + model.safetensors "
+                         "of the same layout) instead of starting from random weights")
+    ap.add_argument("--warmup", type=int, default=100,
+                    help="warm-up steps of the learning rate (a continued run: fewer, e.g. 20)")
     ap.add_argument("--reference-only", metavar="DIR",
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")

@@ -5,6 +5,9 @@
 # data/moby-dick.txt (scripts/fetch_data.sh) in the working tree.
 #   OUT            folder for the results (default: ./train-out)
 #   TRAIN_SECONDS  training budget of each model (default: 470, so that the call fits 10 min)
+#   INIT_FROM      continue the models in INIT_FROM/NAME (e.g. data/models) instead of random
+#                  weights (--init-from; pass TRAIN_ARGS="--warmup 20" for a short warm-up)
+#   TRAIN_ARGS     more options for scripts/train_fixture_models.py
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +21,11 @@ MODELS=(qwen35-gdn-tiny nemotronh-m2-tiny)
 run_both() {
   local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 m
   for m in "${MODELS[@]}"; do
+    # shellcheck disable=SC2086 # TRAIN_ARGS is a list of options
     python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
-      --out "$out" --work "$work" >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
+      --out "$out" --work "$work" ${TRAIN_ARGS:-} \
+      $( [ -n "${INIT_FROM:-}" ] && echo --init-from "$INIT_FROM/$m" ) \
+      >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
