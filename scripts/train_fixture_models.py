@@ -217,6 +217,7 @@ class SlowBeta:
         self.active = False
         self.terms = []     # penalty terms of the current forward pass
         self.seen = []      # mean beta of the slow heads, per forward pass (for the log)
+        self.seen_long = [] # --long-beta: [fraction of tokens past M0, their mean beta]
         self.hooks = []
 
     def add(self, m, heads, memories):
@@ -232,6 +233,55 @@ class SlowBeta:
             self.terms.append(F.softplus(b - target.to(b.device)).mean())
             self.seen.append(torch.sigmoid(b).mean().detach())
         self.hooks.append(m.in_proj_b.register_forward_hook(hook))
+
+    def add_learned(self, m, heads, m0):
+        """--long-beta M0: the same push on the learned heads (`heads`) of GDN layer m wherever
+        their memory at a token, 1 / (1 - alpha_t) with alpha_t = exp(-exp(A_log) softplus(a_t +
+        dt_bias)), exceeds m0 tokens, towards beta_t = memory_t^-1/2. Session 4's learned heads
+        with memories of 600-1300 tokens wrote with beta 0.17-0.42, so their rounding errors
+        lived ~d_k / beta tokens and set the shared KL's floor by step 64 (docs/next-session.md):
+        the growth with length stayed at 3.8x. The memory is taken as given (detached): the push
+        is on beta only, not on the decay. in_proj_a and in_proj_b fire in an order transformers
+        does not promise, so whichever comes second computes the term."""
+        import torch
+        import torch.nn.functional as F
+
+        heads = list(heads)
+        pending = {}
+
+        def term():
+            a, b = pending.pop("a"), pending.pop("b")
+            with torch.no_grad():
+                rate = (torch.exp(m.A_log.detach().float()[heads])
+                        * F.softplus(a + m.dt_bias.detach().float()[heads]))
+                mem = 1.0 / -torch.expm1(-rate)                       # [..][len(heads)]
+                long_ = (mem > m0).float()
+                t = mem.clamp(min=m0) ** -0.5
+                target = torch.log(t / (1 - t))
+            self.terms.append((F.softplus(b - target) * long_).sum() / long_.numel())
+            self.seen_long.append(torch.stack([long_.mean(),
+                                               (torch.sigmoid(b.detach()) * long_).sum()
+                                               / long_.sum().clamp(min=1)]))
+
+        def hook(key):
+            def f(mod, inp, out):
+                if not self.active:
+                    return
+                pending[key] = out[..., heads].float()
+                if "a" in pending and "b" in pending:
+                    term()
+            return f
+        self.hooks.append(m.in_proj_a.register_forward_hook(hook("a")))
+        self.hooks.append(m.in_proj_b.register_forward_hook(hook("b")))
+
+    def long_stats(self):
+        """(fraction of learned-head tokens past --long-beta's memory, their mean beta) since the
+        last call, or None."""
+        if not self.seen_long:
+            return None
+        v = sum(self.seen_long) / len(self.seen_long)
+        self.seen_long = []
+        return float(v[0]), float(v[1])
 
     def penalty(self):
         """SLOW_BETA_WEIGHT times the mean term of this forward pass; clears the terms."""
@@ -273,8 +323,10 @@ def init_from_checkpoint(model, path):
     log(f"initialised from {path}: {len(sd)} tensors")
 
 
-def design_ssm_heads(model, seed):
-    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer."""
+def design_ssm_heads(model, seed, long_beta=0.0):
+    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer;
+    long_beta > 0: the learned GDN heads' beta is pushed down where they remember longer than
+    long_beta tokens (SlowBeta.add_learned)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed + 77)
@@ -321,6 +373,8 @@ def design_ssm_heads(model, seed):
             slow = list(range(nh - SLOW_PER_LAYER, nh))
             if kind == "gdn" and SLOW_BETA_WEIGHT > 0:
                 fixed.beta.add(m, slow, [e["memory_design"] for e in fixed.table[-len(slow):]])
+            if kind == "gdn" and long_beta > 0:
+                fixed.beta.add_learned(m, range(nh - SLOW_PER_LAYER), long_beta)
             fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
             fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
             rows = [row0 + h for h in slow]
@@ -544,7 +598,7 @@ def train(name, args):
     torch.backends.cudnn.allow_tf32 = True
 
     model = builder().to(torch.float32)
-    fixed = design_ssm_heads(model, seed)
+    fixed = design_ssm_heads(model, seed, args.long_beta)
     if args.init_from:
         init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
@@ -660,8 +714,11 @@ def train(name, args):
                              "train_bpb": round(tr, 5), "grad_norm": round(gnorm, 4),
                              "heldout_bpb": None if ho is None else round(ho, 5)})
                 mb = fixed.beta.mean_beta()
+                lb = fixed.beta.long_stats()
                 log(f"step {step:5d} lr {lr:.2e} train {tr:.4f} bpb gnorm {gnorm:.3f}"
                     + ("" if mb is None else f"  slow beta {mb:.4f}")
+                    + ("" if lb is None else
+                       f"  learned past {args.long_beta:g}: {lb[0]:.3f} of tokens, beta {lb[1]:.4f}")
                     + ("" if ho is None else f"  held-out {ho:.4f} bpb"))
     except Exception:  # noqa: BLE001 - keep what has been trained so far
         traceback.print_exc()
@@ -711,7 +768,8 @@ def train(name, args):
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
               "slow_memories": SLOW_MEMORIES, "slow_beta_weight": SLOW_BETA_WEIGHT,
-              "gdn_chunk_start": chunk_info, "init_from": args.init_from, "warmup": warmup}
+              "gdn_chunk_start": chunk_info, "init_from": args.init_from, "warmup": warmup,
+              "long_beta_memory": args.long_beta}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -919,6 +977,9 @@ def main():
                          "of the same layout) instead of starting from random weights")
     ap.add_argument("--warmup", type=int, default=100,
                     help="warm-up steps of the learning rate (a continued run: fewer, e.g. 20)")
+    ap.add_argument("--long-beta", type=float, default=0.0, metavar="M0",
+                    help="also push the learned GDN heads' beta below memory^-1/2 wherever their "
+                         "memory exceeds M0 tokens (0: off; e.g. 256)")
     ap.add_argument("--reference-only", metavar="DIR",
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")

@@ -7,7 +7,8 @@
 #   TRAIN_SECONDS  training budget of each model (default: 470, so that the call fits 10 min)
 #   INIT_FROM      continue the models in INIT_FROM/NAME (e.g. data/models) instead of random
 #                  weights (--init-from; pass TRAIN_ARGS="--warmup 20" for a short warm-up)
-#   TRAIN_ARGS     more options for scripts/train_fixture_models.py
+#   TRAIN_ARGS     more options for scripts/train_fixture_models.py (e.g. "--warmup 20
+#                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly)
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,11 @@ run_both() {
 }
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+# the training script's own checks first (a second; torch only)
+if ! python3 tests/train/test_slow_beta.py; then
+  echo "train_session: tests/train/test_slow_beta.py failed; no training"
+  exit 1
+fi
 if ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
   tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
   echo "train_session: smoke run failed; no real run"
