@@ -1,7 +1,7 @@
 #!/bin/sh
 # One device session for issue 9 (docs/bench-kernels.md): the SSM engine's bit-identity check,
-# then `replayssm bench kernels` (full, v2 kernels) and a short run of the legacy kernels, everything
-# written into $OUT (6 files). Under 5 minutes.
+# then `replayssm bench kernels` (full), everything written into $OUT (4 files). Under 5 minutes.
+# (Until 2026-12-01 it also timed the first-generation kernels, since deleted: issue 17 point 2.)
 #
 # Prepared on the CPU machine (repository root):
 #   cmake -S . -B build-bench -DRSSM_WERROR=ON && cmake --build build-bench -j2 --target replayssm gpu_check_ssm
@@ -30,10 +30,5 @@ timeout -s INT 140 "$BIN/replayssm" bench kernels --out "$OUT/bench_kernels.csv"
 echo "replayssm bench kernels: exit $? after $(( $(date +%s) - t1 )) s" | tee -a "$OUT/device.txt"
 grep -E '^(copy|check .*FAIL|PASS|FAIL)' "$OUT/bench_kernels.log" | head -20
 
-# 3. the first (legacy) kernels at B = 256, for the comparison with the v2 kernels above
-t1=$(date +%s)
-timeout -s INT 25 "$BIN/replayssm" bench kernels --kernels legacy --parts std,lp --batches 256 --iters 5 \
-  --out "$OUT/bench_legacy.csv" > "$OUT/bench_legacy.log" 2>&1
-echo "bench kernels --kernels legacy: exit $? after $(( $(date +%s) - t1 )) s" | tee -a "$OUT/device.txt"
 nvidia-smi --query-gpu=temperature.gpu,clocks.sm,clocks.mem,power.draw --format=csv >> "$OUT/device.txt" 2>&1
 echo "total $(( $(date +%s) - start )) s"

@@ -51,7 +51,7 @@
 #define USAGE                                                                                   \
   "bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
   "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
-  "                        [--kernels v2|legacy|v3] [--targets-only] [--targets FILE.csv]\n" \
+  "                        [--targets-only] [--targets FILE.csv]\n"                          \
   "                        [--out FILE.csv|FILE.json]"
 
 #define MAX_LIST 32
@@ -91,7 +91,6 @@ typedef struct {
   const char *out;
   const char *targets_out; /* --targets: the issue-17 verdicts as CSV */
   int targets_only;        /* --targets-only: just the measurements the targets need */
-  const char *kernels; /* "v2", "legacy" or "v3" (RSSM_SSM_KERNELS for ssm_cuda_build) */
 } options;
 
 /* ------------------------------------------------------------------------------------------------
@@ -757,7 +756,7 @@ static void part_lp(bench *bn, int si) {
   }
 }
 
-/* Part skip, timed (v3 kernels, the only readout that skips): the non-flush step of `replay L=16
+/* Part skip, timed (ro3, the only readout that skips): the non-flush step of `replay L=16
  * ckpt=fp32` with and without skip=thr on timing decays alpha ~ U(0.1, 0.6), constant per head
  * over the graph's steps, so that head h's checkpoint weight after n records is alpha^n and the
  * reads skipped are those with alpha^n < thr (counted here for the same decays). Rows: part skip,
@@ -765,10 +764,6 @@ static void part_lp(bench *bn, int si) {
 static void skip_timed(bench *bn, int si, double thr) {
   const shape *sh = &all_shapes[si];
   const int L = 16, B = 256;
-  if (strcmp(bn->o->kernels, "v3") != 0) {
-    printf("(skip= is timed with --kernels v3 only: the v2 and legacy readouts do not skip)\n");
-    return;
-  }
   const float lo = 0.1f, hi = 0.6f;
   double skipped = 0.0;
   const int nsamp = 4096;
@@ -861,7 +856,7 @@ static void part_skip(bench *bn, int si) {
 
 /* Prints (when print) the verdict table of the shapes run and writes it to --targets. Returns 0,
  * or -1 when the CSV cannot be written. */
-static int report_targets(const results *rs, const options *o, const char *kernels, int print) {
+static int report_targets(const results *rs, const options *o, int print) {
   bk_meas *m = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *m);
   bk_target t[N_SHAPES * BK_N_TARGETS];
   const char *names[N_SHAPES];
@@ -874,7 +869,7 @@ static int report_targets(const results *rs, const options *o, const char *kerne
   for (int i = 0; i < o->nshapes; i++) names[i] = all_shapes[o->shapes[i]].name;
   int nt = bk_targets_eval(m, rs->n, names, o->nshapes, t);
   if (print) {
-    printf("\n== issue 17 targets (%s kernels): measured value and verdict per shape\n", kernels);
+    printf("\n== issue 17 targets: measured value and verdict per shape\n");
     bk_targets_print(stdout, t, nt);
   }
   int rc = 0;
@@ -935,8 +930,8 @@ done:
  * Output files
  * --------------------------------------------------------------------------------------------- */
 
-static int write_results(const char *path, const results *rs, const char *device, double copy_gbps, const char *date,
-                         const char *kernels) {
+static int write_results(const char *path, const results *rs, const char *device, double copy_gbps,
+                         const char *date) {
   size_t n = strlen(path);
   int json = n >= 5 && strcmp(path + n - 5, ".json") == 0;
   char tmp[4096];
@@ -947,11 +942,10 @@ static int write_results(const char *path, const results *rs, const char *device
     return 1;
   }
   if (json) {
-    fprintf(f, "{\"device\": \"%s\", \"date\": \"%s\", \"kernels\": \"%s\", \"copy_gbps\": %.1f, \"rows\": [\n", device,
-            date, kernels, copy_gbps);
+    fprintf(f, "{\"device\": \"%s\", \"date\": \"%s\", \"copy_gbps\": %.1f, \"rows\": [\n", device, date,
+            copy_gbps);
   } else {
-    fprintf(f, "# replayssm bench kernels; device %s; %s; %s kernels; copy bandwidth %.1f GB/s\n", device, date,
-            kernels, copy_gbps);
+    fprintf(f, "# replayssm bench kernels; device %s; %s; copy bandwidth %.1f GB/s\n", device, date, copy_gbps);
     fprintf(f,
             "part,shape,kind,config,variant,B,L,T,a,copies,us,us_nonflush,us_flush,model_bytes,gbps,pct_copy,"
             "rel_conv,model_ratio,model_ratio_paper,check\n");
@@ -986,7 +980,7 @@ static int write_results(const char *path, const results *rs, const char *device
  * Command line
  * --------------------------------------------------------------------------------------------- */
 
-/* The defaults of every option (RSSM_SSM_KERNELS picks the default kernels). */
+/* The defaults of every option. */
 static void set_defaults(options *o) {
   memset(o, 0, sizeof *o);
   static const int def_b[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
@@ -1008,8 +1002,6 @@ static void set_defaults(options *o) {
   o->skip_threshold = 1e-3;
   o->nshapes = N_SHAPES;
   for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
-  const char *env = getenv("RSSM_SSM_KERNELS");
-  o->kernels = env && strcmp(env, "legacy") == 0 ? "legacy" : env && strcmp(env, "v2") == 0 ? "v2" : "v3";
 }
 
 /* --targets-only: the measurements of the issue-17 targets (targets.h) and nothing else: parts
@@ -1104,7 +1096,7 @@ static int parse_parts(const char *parts, options *o) {
   return 0;
 }
 
-/* --iters, --warmup, --check-batch, --skip-threshold, --kernels, --out; returns 0 or 2. */
+/* --iters, --warmup, --check-batch, --skip-threshold, --out; returns 0 or 2. */
 static int parse_counts(const char *iters, const char *warm, const char *cb, const char *thr,
                         options *o) {
   int one[MAX_LIST];
@@ -1139,10 +1131,6 @@ static int parse_counts(const char *iters, const char *warm, const char *cb, con
     }
     o->skip_threshold = x;
   }
-  if (strcmp(o->kernels, "v2") != 0 && strcmp(o->kernels, "legacy") != 0 && strcmp(o->kernels, "v3") != 0) {
-    cli_error(CMD, "--kernels '%s': expected v2, legacy or v3", o->kernels);
-    return 2;
-  }
   if (o->out && !*o->out) {
     cli_error(CMD, "--out: empty file name");
     return 2;
@@ -1170,9 +1158,6 @@ static int parse_args(int argc, char **argv, options *o) {
        .help = "Appendix F decay threshold"},
       {.name = "--quick", .type = CLI_FLAG, .dest = &o->quick,
        .help = "batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays"},
-      {.name = "--kernels", .type = CLI_STR, .dest = &o->kernels, .meta = "K", .def = "v3",
-       .help = "v2, legacy or v3: the engine's kernel version (sets RSSM_SSM_KERNELS;\n"
-               "docs/ssm-cuda.md, \"Kernel versions\")"},
       {.name = "--targets-only", .type = CLI_FLAG, .dest = &o->targets_only,
        .help = "only what the issue-17 targets need: std at B 1,256; spec T 8;\n"
                "lp fp32,bf16,fp8,nvfp4 (after --quick, before --shapes/--batches/--parts)"},
@@ -1213,11 +1198,6 @@ int bench_kernels_main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc < 0) return 0; /* --help */
   if (rc != 0) return rc;
-  /* ssm_cuda_build reads the kernel version from the environment */
-  if (setenv("RSSM_SSM_KERNELS", o.kernels, 1) != 0) {
-    cli_error(CMD, "cannot set RSSM_SSM_KERNELS");
-    return 1;
-  }
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev < 1) {
@@ -1239,14 +1219,14 @@ int bench_kernels_main(int argc, char **argv) {
   if (copy <= 0.0) return 1;
   printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
          kg, mg, copy);
-  printf("timing: median of %d graph replays after %d warm-up; checks on %d rows; %s kernels\n", o.iters,
-         o.warmup, o.check_batch, o.kernels);
+  printf("timing: median of %d graph replays after %d warm-up; checks on %d rows\n", o.iters, o.warmup,
+         o.check_batch);
   fflush(stdout);
 
   static checks ck;
   memset(&ck, 0, sizeof ck);
   ck.batch = o.check_batch;
-  /* the v2 readout's decoders (16-bit fast path, 8/4-bit tables) against the reference decoders,
+  /* the readouts' decoders (16-bit fast path, 8/4-bit tables) against the reference decoders,
      every code, before any kernel uses them */
   long long dbad = ssm_cuda_check_decoders();
   printf("check decoders (every code of bf16, fp16, fp8, fp8_e5m2, int8, mxfp8, nvfp4, mxfp4): %s (%lld differ)\n",
@@ -1272,13 +1252,13 @@ int bench_kernels_main(int argc, char **argv) {
     if (!(o.parts & part_bit[p])) continue;
     for (int i = 0; i < o.nshapes && rc == 0; i++) {
       part_fn[p](&bn, o.shapes[i]);
-      if (o.out && write_results(o.out, &rs, dev, copy, date, o.kernels) != 0) rc = 1;
+      if (o.out && write_results(o.out, &rs, dev, copy, date) != 0) rc = 1;
       /* the verdicts so far, so that a run cut short still leaves them */
-      if (o.targets_out && report_targets(&rs, &o, o.kernels, 0) != 0) rc = 1;
+      if (o.targets_out && report_targets(&rs, &o, 0) != 0) rc = 1;
     }
   }
   if (o.out && rc == 0) printf("\nwrote %d rows to %s\n", rs.n, o.out);
-  if (report_targets(&rs, &o, o.kernels, 1) != 0) rc = 1;
+  if (report_targets(&rs, &o, 1) != 0) rc = 1;
   printf("%s: %d check(s) failed%s\n", ck.failures || bn.cuda_failed ? "FAIL" : "PASS", ck.failures,
          bn.cuda_failed ? ", and a CUDA error (see above)" : "");
   free(rs.r);

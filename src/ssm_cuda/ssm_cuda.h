@@ -49,22 +49,6 @@ typedef struct {
   unsigned char *blob;  /* device [B][H][lay.bytes_per_matrix] */
 } ssm_cuda_ckpt;
 
-/* Which kernels run the readouts and materialisations (docs/ssm-cuda.md, "Kernel versions"):
- * all three are written to give the same bits; legacy is the first, slowest version. ssm_cuda_build
- * takes the environment variable RSSM_SSM_KERNELS ("v3", "v2" or "legacy"), else
- * SSM_CUDA_KERNELS_DEFAULT. */
-enum { SSM_CUDA_KERNELS_V2 = 0, SSM_CUDA_KERNELS_LEGACY = 1, SSM_CUDA_KERNELS_V3 = 2 };
-/* v3 (RSSM_SSM_KERNELS=v3, issue 17): the output-only readout split into a precompute kernel
- * (k.q dots, decay weights, coefficients) and a streaming kernel per (row, head) that stages its
- * checkpoint rows and records in shared memory with asynchronous 16-byte copies, decodes in
- * registers and reduces many dot products together; everything else as v2. Same bits as v2
- * (docs/ssm-cuda.md). The v3 readout runs for fp32 checkpoints (and for every format under
- * skip=): on the H200 it was 3-4x slower than v2's for 4- and 8-bit reads, which keep v2's.
- * The default since 2026-12-01: gpu_check_ssm, bench kernels' checks and gpu_session.sh passed
- * with it on the H200, and it was faster than v2 on every timed case but the B = 1 conventional
- * step (1-2 us slower; docs/gpu-results.md, "SSM kernels v3"). */
-#define SSM_CUDA_KERNELS_DEFAULT SSM_CUDA_KERNELS_V3
-
 /* The batched device state. Public so that tests can see it; treat it as read-only. */
 typedef struct {
   ssm_config cfg;
@@ -73,7 +57,6 @@ typedef struct {
   uint64_t seed;
   uint32_t layer;
   int cap;              /* ring slots per row: L + T (spec), L (replay), 1 (conventional) */
-  int kernels;          /* SSM_CUDA_KERNELS_V2, _LEGACY or _V3 (RSSM_SSM_KERNELS) */
 
   /* per-row bookkeeping (device), the CPU ssm_state's scalars */
   int *base;            /* [B] slot of record 1 */
@@ -99,7 +82,8 @@ typedef struct {
 
   /* scratch: the fp32 state materialised by a flush (only flush rows touch it) */
   float *S;             /* [B][H][dv][dk] */
-  /* v3 only: the readout's record coefficients per query, c_j at j < n and w_0 at cap */
+  /* pre3 -> ro3: the readout's record coefficients per query, c_j at j < n and w_0 at cap
+     (replay and spec) */
   float *coefs;         /* [B][H][nq_max][cap + 1] */
   int nq_max;           /* readout queries of the largest operation: (spec ? T : 1) x (GDN ? 2 : 1) */
   size_t smem_optin;    /* the device's opt-in shared memory per block */
@@ -156,7 +140,7 @@ typedef struct {
 int ssm_cuda_download_row(const ssm_cuda_state *st, int b, ssm_cuda_row_info *info,
                           uint32_t *event, unsigned char *main_blob, unsigned char *lp_blob);
 
-/* The v2 kernels' fast decoders (16-bit formats, decode tables of the 8- and 4-bit formats)
+/* The readouts' fast decoders (16-bit formats, decode tables of the 8- and 4-bit formats)
  * against the reference decoders on the device, for every code. Returns the number of codes whose
  * bits differ (0 expected), or -1 on a CUDA error. Synchronous. */
 long long ssm_cuda_check_decoders(void);

@@ -6,12 +6,13 @@
  * src/bench_kernels/ssm_check.cu, which `replayssm bench kernels` also runs before it times a
  * kernel. docs/ssm-cuda.md explains why everything is expected to agree exactly (no tolerance is
  * needed). Runs marked `mixedT` give the rows of each verification their own number of drafts,
- * 0 included (issue 17 point 4); with RSSM_SSM_KERNELS=v3 the skip= configurations run too
- * (Appendix F, point 3). Exit status 0 only when all agree.
+ * 0 included (issue 17 point 4); the skip= configurations run too (Appendix F, point 3); runs
+ * marked `B=1` check the single-row conventional step, which ssm_cuda_api.cu gives its own kernel
+ * (mat2). Exit status 0 only when all agree.
  *
- * Usage: [RSSM_SSM_KERNELS=v2|legacy|v3] gpu_check_ssm [steps_scale (default 1.0)] [ONLY]
- * (default: v2). ONLY: run only the checks whose label contains it (e.g. mixedT, snapshot); the
- * decoder check always runs.
+ * Usage: gpu_check_ssm [steps_scale (default 1.0)] [ONLY]
+ * ONLY: run only the checks whose label contains it (e.g. mixedT, snapshot, B=1); the decoder
+ * check always runs.
  * (The former `gpu_check_ssm bench` is `replayssm bench kernels`, docs/bench-kernels.md.) */
 #include <cuda_runtime.h>
 
@@ -56,11 +57,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpu_check_ssm: no CUDA device\n");
     return 2;
   }
-  /* the default kernels (v3) unless RSSM_SSM_KERNELS says otherwise */
-  if (!getenv("RSSM_SSM_KERNELS")) setenv("RSSM_SSM_KERNELS", "v3", 1);
-  printf("device: %s; B = %d rows; RSSM_SSM_KERNELS=%s\n", prop.name, kB, getenv("RSSM_SSM_KERNELS"));
+  printf("device: %s; B = %d rows\n", prop.name, kB);
   int failures = 0;
-  /* the v2 readout's decoders, every code of every format, before anything uses them */
+  /* the readouts' decoders, every code of every format, before anything uses them */
   long long dbad = ssm_cuda_check_decoders();
   printf("decoders (16-bit fast path, 8/4-bit tables) vs rssm_decode_elem, every code: %lld differ%s\n", dbad,
          dbad == 0 ? "" : "  FAIL");
@@ -99,17 +98,26 @@ int main(int argc, char **argv) {
         failures += !ok;
         print_line(kname, sh.name, c, t, ok);
       }
-      /* issue 17 point 3: Appendix F's skip= in the v3 readout (the check inputs' decays
+      /* the single-row conventional step runs mat2, not mat3 (ssm_cuda_api.cu, launch_flush_rows) */
+      for (const char *c : {"conventional state=fp32"}) {
+        char what[80];
+        snprintf(what, sizeof what, "%s B=1", c);
+        if (!wanted(what)) continue;
+        ssm_check_tally t;
+        bool ok = ssm_check_run(c, &d, 1, steps, steps / 2, sh.graph, &t) == 0;
+        failures += !ok;
+        print_line(kname, sh.name, what, t, ok);
+      }
+      /* issue 17 point 3: Appendix F's skip= in the ro3 readout (the check inputs' decays
          1 - 10^-U(0.5, 4) put many heads below the thresholds within a window) */
-      if (strcmp(getenv("RSSM_SSM_KERNELS"), "v3") == 0)
-        for (const char *c : {"replay L=16 ckpt=fp32 skip=1e-2", "replay L=16 hp=fp32 lp=nvfp4 skip=1e-3",
-                              "spec L=16 T=4 ckpt=fp8/sr skip=1e-2 accept=uniform"}) {
-          if (!wanted(c)) continue;
-          ssm_check_tally t;
-          bool ok = ssm_check_run(c, &d, kB, steps, steps / 2, sh.graph, &t) == 0;
-          failures += !ok;
-          print_line(kname, sh.name, c, t, ok);
-        }
+      for (const char *c : {"replay L=16 ckpt=fp32 skip=1e-2", "replay L=16 hp=fp32 lp=nvfp4 skip=1e-3",
+                            "spec L=16 T=4 ckpt=fp8/sr skip=1e-2 accept=uniform"}) {
+        if (!wanted(c)) continue;
+        ssm_check_tally t;
+        bool ok = ssm_check_run(c, &d, kB, steps, steps / 2, sh.graph, &t) == 0;
+        failures += !ok;
+        print_line(kname, sh.name, c, t, ok);
+      }
       /* issue 17 point 4: rows of one verification with different T, 0 included (ssm_check.h) */
       for (const char *c : {"spec L=16 T=8 ckpt=fp32 accept=uniform", "spec L=16 T=4 hp=fp32 lp=nvfp4 accept=uniform",
                             "spec L=12 T=6 hp=fp16/sr lp=fp8 accept=geom:0.7"}) {

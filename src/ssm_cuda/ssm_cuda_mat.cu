@@ -1,0 +1,475 @@
+/* Flush rows of the SSM state engine on the GPU (ssm_cuda_internal.cuh): the conventional step,
+ * replay and spec flushes, a verification's flush. S = records folded onto deq(main)
+ * (ssm_materialise), a step's output S q (ssm_output_from_state), and the stores.
+ *   mat3_kernel   fp32 source into fp32 (or scratch) destinations, the whole tile in flight
+ *   mat2_kernel   every other source and destination format (and fp32 where mat3 does not fit)
+ *   store_kernel  scaled destination formats and verifications: encode scratch S per head
+ * Which one runs is decided in ssm_cuda_api.cu (launch_flush_rows). */
+#include "src/io/errbuf.h"
+#include "src/ssm_cuda/ssm_cuda_internal.cuh"
+
+namespace ssmc {
+namespace {
+
+constexpr int STORE_THREADS = 256;
+
+/* One state row as stored: enough to decode element c exactly as q_decode_cpu does. */
+struct row_src {
+  int kind, block, scale_elem;
+  const uint8_t *codes;  /* the row's codes */
+  const uint8_t *scales; /* the row's first scale slot, or NULL (unscaled formats) */
+  float s_dec;           /* NVFP4 per-matrix S_dec, else 1 */
+};
+
+__device__ inline row_src ck_row(const ck_view &v, size_t mat, int i) {
+  const uint8_t *m = v.blob + mat * (size_t)v.bpm;
+  row_src r;
+  r.kind = v.kind;
+  r.block = v.block;
+  r.scale_elem = (int)v.scale_elem;
+  r.codes = m + v.codes_off + (size_t)i * (size_t)v.code_row;
+  r.scales = v.scales_off >= 0 ? m + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem)
+                               : nullptr;
+  r.s_dec = v.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(m + v.tscale_off) : 1.0f;
+  return r;
+}
+
+__device__ inline float src_at(const row_src &r, int c) {
+  const uint8_t *scale = r.scales ? r.scales + (size_t)(c / r.block) * (size_t)r.scale_elem : nullptr;
+  return rssm_decode_at((qformat_kind)r.kind, r.codes, scale, r.s_dec, c);
+}
+
+/* Stores row i (lane's elements in registers) into an unscaled checkpoint: per element exactly
+ * what rssm_encode_block does for fp32 (a copy), bf16 and fp16 (rssm_quantize_elem with the SR
+ * bits of element i * dk + c, counter (seed, matrix id, this store's event, stream)). */
+template <int M>
+__device__ inline void store_row_unscaled(const dev_state &d, const store_params &p, size_t mat, int i,
+                                          const float *x /* [M] */, int lane) {
+  const int dk = d.dk;
+  uint8_t *codes = p.v.blob + mat * (size_t)p.v.bpm + p.v.codes_off + (size_t)i * (size_t)p.v.code_row;
+  if (p.v.kind == QF_FP32) {
+    float *dst = reinterpret_cast<float *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const int c = lane + 32 * m;
+      if (c < dk) dst[c] = x[m];
+    }
+  } else {
+    const rssm_sr_ctx ctx = {p.seed, d.matrix_id[mat], d.event[mat], p.stream, p.sr_on};
+    const rssm_elem el = rssm_elem_of((qformat_kind)p.v.kind);
+    uint16_t *dst = reinterpret_cast<uint16_t *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const int c = lane + 32 * m;
+      if (c < dk)
+        dst[c] = (uint16_t)rssm_quantize_elem(el, x[m], ctx.sr,
+                                              rssm_sr_elem_bits(&ctx, (uint64_t)((int64_t)i * dk + c)));
+    }
+  }
+}
+
+/* Grid (H, B), V2_WARPS warps; warp w takes rows w + 8 (r + R t), r < R, R rows in flight (their
+ * loads and butterflies together). For flush rows: S = records 1..n folded in order onto
+ * deq(main) (ssm_materialise); GDN records j >= rf get u recomputed from the running row (and
+ * written back to the ring, as the CPU does). Step: n = h + 1 and o = S q
+ * (ssm_output_from_state); verify/flush: n = h, no output. nstore == 0: the row goes to the
+ * scratch S, for store_kernel (scaled formats) and, in a verification, for the drafts' readouts.
+ * nstore > 0: the row is stored straight from the registers into the nstore (unscaled)
+ * checkpoints (store_row_unscaled) and S is not touched, so such a flush moves only the
+ * checkpoint bytes. The first rows' loads go out before the records are staged. A lane holds
+ * M = ceil(dk / 32) elements of a row (template), so the registers go to rows. ALL_F32: an fp32
+ * source and fp32 (or scratch) destinations only, so no decoder or encoder is compiled in and 6
+ * rows fit in 80 registers (3 blocks per SM); otherwise v2_rows(M) rows at 2 blocks per SM. */
+template <int M, bool ALL_F32>
+__global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
+    mat2_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int R = ALL_F32 && M <= 4 ? 6 : v2_rows(M); /* 6: 3 blocks per SM without spills */
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
+  const int h = d.h[b], base = d.base[b];
+  const int n = op == OP_STEP ? h + 1 : h;
+  int rf; /* recompute_from of ssm_step.c */
+  if (d.conventional) rf = 1;
+  else if (d.split && d.recompute) rf = 1;
+  else rf = op == OP_STEP ? n : n + 1;
+  const size_t mat = (size_t)b * H + hd;
+
+  /* the first rows' loads go out before the records are staged */
+  float x[R][M];
+  auto load_rows = [&](int i0) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      const int i = i0 + r * V2_WARPS;
+      if (i >= dv) continue; /* warp-uniform */
+      if (ALL_F32) {
+        load_f32_row<M>(reinterpret_cast<const float *>(src.blob + mat * (size_t)src.bpm + src.codes_off +
+                                                        (size_t)i * (size_t)src.code_row),
+                        dk, lane, x[r]);
+      } else {
+        const row_src rs = ck_row(src, mat, i);
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          x[r][m] = c < dk ? src_at(rs, c) : 0.0f;
+        }
+      }
+    }
+  };
+  load_rows(warp);
+
+  float *al = reinterpret_cast<float *>(smem); /* [cap]     record alphas */
+  float *bt = al + cap;                         /* [cap]     GDN betas */
+  float *kk = bt + cap;                         /* [cap][dk] record k (key group g) */
+  float *xx = kk + (size_t)cap * dk;            /* [cap][dv] stored x, or v where u is recomputed */
+  float *qv = xx + (size_t)cap * dv;            /* [dk]      step: q */
+  for (int j = threadIdx.x + 1; j <= n; j += blockDim.x) {
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    al[j - 1] = d.rec_alpha[ri];
+    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+  }
+  for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+    int j = e / dk + 1, c = e % dk;
+    kk[e] = d.rec_k[(((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk + c];
+  }
+  for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
+    int j = e / dv + 1, i = e % dv;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    xx[e] = (d.gdn && j >= rf) ? d.rec_v[ri * dv + i] : d.rec_x[ri * dv + i];
+  }
+  if (op == OP_STEP)
+    for (int c = threadIdx.x; c < dk; c += blockDim.x) qv[c] = q_in[((size_t)b * G + g) * dk + c];
+  __syncthreads();
+
+  for (int i0 = warp; i0 < dv; i0 += R * V2_WARPS) {
+    if (i0 != warp) load_rows(i0);
+    for (int j = 1; j <= n; j++) {
+      const float alpha = al[j - 1];
+      const float *kj = kk + (size_t)(j - 1) * dk;
+      float kr[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        kr[m] = c < dk ? kj[c] : 0.0f;
+      }
+      const bool recompute = d.gdn && j >= rf;
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        const int i = i0 + r * V2_WARPS;
+        if (i >= dv) continue; /* warp-uniform */
+        float xi = xx[(size_t)(j - 1) * dv + i];
+        if (recompute) {
+          /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1); xi holds v_j[i] here */
+          const float skv = dot_rr<M>(x[r], kr, dk, lane);
+          xi = rssm_gdn_u(xi, bt[j - 1], alpha, skv);
+          if (lane == 0) d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + i] = xi;
+        }
+        /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) x[r][m] = alpha * x[r][m] + xi * kr[m];
+        }
+      }
+    }
+    float qr[M];
+    if (op == OP_STEP) {
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        qr[m] = c < dk ? qv[c] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      const int i = i0 + r * V2_WARPS;
+      if (i >= dv) continue; /* warp-uniform */
+      if (op == OP_STEP) {
+        const float p = dot_rr<M>(x[r], qr, dk, lane);
+        if (lane == 0) o[mat * dv + i] = p;
+      }
+      if (ALL_F32 && nstore > 0) {
+        /* fp32 checkpoints: the bits (rssm_encode_block's fp32 copy) */
+        for (int k = 0; k < nstore; k++) {
+          const store_params &p = k == 0 ? st0 : st1;
+          float *dst = reinterpret_cast<float *>(p.v.blob + mat * (size_t)p.v.bpm + p.v.codes_off +
+                                                 (size_t)i * (size_t)p.v.code_row);
+#pragma unroll
+          for (int m = 0; m < M; m++) {
+            const int c = lane + 32 * m;
+            if (c < dk) dst[c] = x[r][m];
+          }
+        }
+      } else if (nstore > 0) {
+        store_row_unscaled<M>(d, st0, mat, i, x[r], lane);
+        if (nstore > 1) store_row_unscaled<M>(d, st1, mat, i, x[r], lane);
+      } else {
+        float *srow = d.S + (mat * dv + i) * dk;
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) srow[c] = x[r][m];
+        }
+      }
+    }
+  }
+}
+
+/* v3 materialisation of fp32 sources into fp32 destinations (the conventional fp32 step and the
+ * fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one warp per 32-row tile of the
+ * head. At entry the block stages the records (alphas, betas, the group's k, x or v) and every
+ * warp issues asynchronous 16-byte copies of its whole tile of source rows (four commit groups
+ * of 8 rows), so a block has all its bytes in flight at once and folds chunk c while chunks
+ * c+1.. arrive (mat2: 6 rows per warp in flight, loaded after the previous rows were stored).
+ * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
+ * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
+ * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
+ * S q (op STEP) the same way; fp32 stores of the registers' bits. */
+template <int M>
+__global__ void __launch_bounds__(256, 2)
+    mat3_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
+  const int ntiles = (dv + 31) / 32;
+  const int h = d.h[b], base = d.base[b];
+  const int n = op == OP_STEP ? h + 1 : h;
+  int rf; /* recompute_from of ssm_step.c, as mat2_kernel */
+  if (d.conventional) rf = 1;
+  else if (d.split && d.recompute) rf = 1;
+  else rf = op == OP_STEP ? n : n + 1;
+  const size_t mat = (size_t)b * H + hd;
+
+  float *tiles = reinterpret_cast<float *>(smem);       /* [ntiles][32][dk] source rows */
+  float *al = tiles + (size_t)ntiles * 32 * dk;         /* [cap]     record alphas */
+  float *bt = al + cap;                                 /* [cap]     GDN betas */
+  float *kk = bt + cap;                                 /* [cap][dk] record k (key group g) */
+  float *xx = kk + (size_t)cap * dk;                    /* [cap][dv] stored x, or v where u is recomputed */
+  float *qv = xx + (size_t)cap * dv;                    /* [dk]      step: q */
+
+  /* group 0: the records (and q); groups 1-4: this warp's tile, 8 rows each */
+  const size_t rowb = (size_t)dk * sizeof(float); /* fp32: code_row = 4 dk */
+  for (int j = threadIdx.x + 1; j <= n; j += nthr) {
+    const size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+    al[j - 1] = d.rec_alpha[ri];
+    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+  }
+  for (int j = 1; j <= n; j++) {
+    const size_t sl = (size_t)b * cap + slot_of(d, base, j);
+    stage(reinterpret_cast<uint8_t *>(kk + (size_t)(j - 1) * dk),
+          reinterpret_cast<const uint8_t *>(d.rec_k + (sl * G + g) * dk), rowb, threadIdx.x, nthr);
+    const float *xsrc = (d.gdn && j >= rf) ? d.rec_v : d.rec_x;
+    stage(reinterpret_cast<uint8_t *>(xx + (size_t)(j - 1) * dv),
+          reinterpret_cast<const uint8_t *>(xsrc + (sl * H + hd) * dv), (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  }
+  if (op == OP_STEP)
+    stage(reinterpret_cast<uint8_t *>(qv), reinterpret_cast<const uint8_t *>(q_in + ((size_t)b * G + g) * dk), rowb,
+          threadIdx.x, nthr);
+  cp_async_commit();
+  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
+  float *tile = tiles + (size_t)warp * 32 * dk;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+    if (rn > 0)
+      stage(reinterpret_cast<uint8_t *>(tile + (size_t)r0 * dk), grow + (size_t)r0 * rowb, (size_t)rn * rowb, lane, 32);
+    cp_async_commit();
+  }
+  cp_async_wait<4>(); /* this thread's group 0 */
+  __syncthreads();    /* everyone's (and the plain loads of al, bt) */
+
+  float qr[M];
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    qr[m] = (op == OP_STEP && c < dk) ? qv[c] : 0.0f;
+  }
+#pragma unroll 1
+  for (int c0 = 0; c0 < 4; c0++) {
+    const int r0 = c0 * R3;
+    if (r0 >= nr) break; /* warp-uniform */
+    const int rn = nr - r0 < R3 ? nr - r0 : R3;
+    cp_async_wait_chunk(c0);
+    __syncwarp();
+    float x[R3][M];
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        x[r][m] = (r < rn && c < dk) ? tile[(size_t)(r0 + r) * dk + c] : 0.0f;
+      }
+    for (int j = 1; j <= n; j++) {
+      const float alpha = al[j - 1];
+      const float *kj = kk + (size_t)(j - 1) * dk;
+      float kr[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        kr[m] = c < dk ? kj[c] : 0.0f;
+      }
+      float xi[R3];
+#pragma unroll
+      for (int r = 0; r < R3; r++) xi[r] = r < rn ? xx[(size_t)(j - 1) * dv + i0 + r0 + r] : 0.0f;
+      if (d.gdn && j >= rf) {
+        /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1): xi holds v_j[i] here */
+        float v[R3];
+#pragma unroll
+        for (int r = 0; r < R3; r++) {
+          float p = 0.0f;
+#pragma unroll
+          for (int m = 0; m < M; m++)
+            if (lane + 32 * m < dk) p = p + x[r][m] * kr[m];
+          v[r] = p;
+        }
+        const float sum = reduce_sums<R3>(v, lane); /* lane 4 r holds row r's */
+#pragma unroll
+        for (int r = 0; r < R3; r++) {
+          const float skv = __shfl_sync(0xffffffffu, sum, 4 * r);
+          xi[r] = rssm_gdn_u(xi[r], bt[j - 1], alpha, skv);
+          if (lane == 0 && r < rn)
+            d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + i0 + r0 + r] = xi[r];
+        }
+      }
+      /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
+#pragma unroll
+      for (int r = 0; r < R3; r++)
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) x[r][m] = alpha * x[r][m] + xi[r] * kr[m];
+    }
+    if (op == OP_STEP) {
+      float v[R3];
+#pragma unroll
+      for (int r = 0; r < R3; r++) {
+        float p = 0.0f;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) p = p + x[r][m] * qr[m];
+        v[r] = p;
+      }
+      const float sum = reduce_sums<R3>(v, lane);
+      if (lane % 4 == 0 && lane / 4 < rn) o[mat * dv + i0 + r0 + lane / 4] = sum;
+    }
+    /* fp32 checkpoints: the bits (rssm_encode_block's fp32 copy); else the scratch S */
+#pragma unroll
+    for (int r = 0; r < R3; r++) {
+      if (r >= rn) break; /* warp-uniform */
+      const int i = i0 + r0 + r;
+      for (int k = 0; k < (nstore > 0 ? nstore : 1); k++) {
+        const ck_view &dv_ = k == 0 ? st0.v : st1.v;
+        float *dst = nstore == 0 ? d.S + (mat * dv + i) * dk
+                                 : reinterpret_cast<float *>(dv_.blob + mat * (size_t)dv_.bpm + dv_.codes_off +
+                                                             (size_t)i * (size_t)dv_.code_row);
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          if (c < dk) dst[c] = x[r][m];
+        }
+      }
+    }
+  }
+}
+
+/* Grid (H, B). Flush rows: encode the scratch S of one head into a checkpoint blob with the
+ * encoder of quant/numerics.h, SR counter (seed, matrix id, event of this store, stream), as
+ * q_encode_cpu does. Unscaled formats: one thread per element; scaled: one per block of a row;
+ * NVFP4 first reduces the matrix amax (a max is exact in any order). Padding bytes are never
+ * written: they keep the zeros of the initial blob, as the CPU's memset gives. */
+__global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed, uint32_t stream) {
+  const int hd = blockIdx.x, b = blockIdx.y;
+  if (d.flag[b] != FLAG_FLUSH) return;
+  const int dv = d.dv, dk = d.dk;
+  const size_t mat = (size_t)b * d.H + hd;
+  const float *x = d.S + mat * dv * dk;
+  uint8_t *m = dst.blob + mat * (size_t)dst.bpm;
+  float s_enc = 1.0f, s_dec = 1.0f;
+  if (dst.kind == QF_NVFP4) {
+    __shared__ float red[STORE_THREADS];
+    float local = 0.0f;
+    for (int e = threadIdx.x; e < dv * dk; e += blockDim.x) {
+      float a = rssm_fabs(x[e]);
+      if (rssm_isfinite(a) && a > local) local = a;
+    }
+    red[threadIdx.x] = local;
+    __syncthreads();
+    for (int s = STORE_THREADS / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x])
+        red[threadIdx.x] = red[threadIdx.x + s];
+      __syncthreads();
+    }
+    s_enc = rssm_nvfp4_senc(red[0]);
+    s_dec = 1.0f / s_enc;
+    if (threadIdx.x == 0) *reinterpret_cast<float *>(m + dst.tscale_off) = s_dec;
+  }
+  rssm_sr_ctx ctx = {seed, d.matrix_id[mat], d.event[mat], stream, sr_on};
+  if (dst.block <= 0) {
+    for (int e = threadIdx.x; e < dv * dk; e += blockDim.x) {
+      int r = e / dk, c = e % dk;
+      rssm_encode_block((qformat_kind)dst.kind, x + (size_t)r * dk, c, 1, (int64_t)r * dk,
+                        m + dst.codes_off + (size_t)r * (size_t)dst.code_row, nullptr, s_enc, s_dec, &ctx);
+    }
+  } else {
+    const int nb = (int)dst.blocks_per_row;
+    for (int e = threadIdx.x; e < dv * nb; e += blockDim.x) {
+      int r = e / nb, bi = e % nb, c0 = bi * dst.block;
+      int n = dk - c0 < dst.block ? dk - c0 : dst.block;
+      uint8_t *scale = m + dst.scales_off + ((size_t)r * nb + bi) * (size_t)dst.scale_elem;
+      rssm_encode_block((qformat_kind)dst.kind, x + (size_t)r * dk, c0, n, (int64_t)r * dk,
+                        m + dst.codes_off + (size_t)r * (size_t)dst.code_row, scale, s_enc, s_dec, &ctx);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
+                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1) {
+#define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, smem, s>>>(d, src, op, q, o, nstore, st0, st1)
+  if (M <= 4) {
+    if (all_f32) MAT2(4, true);
+    else MAT2(4, false);
+  } else {
+    if (all_f32) MAT2(8, true);
+    else MAT2(8, false);
+  }
+#undef MAT2
+}
+
+void launch_mat3(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
+                 const store_params &st1) {
+  if (M <= 4) mat3_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat3_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+}
+
+void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
+  store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, p.v, p.sr_on, p.seed, p.stream);
+}
+
+int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {
+  const void *m2[] = {
+      reinterpret_cast<const void *>(mat2_kernel<4, true>), reinterpret_cast<const void *>(mat2_kernel<4, false>),
+      reinterpret_cast<const void *>(mat2_kernel<8, true>), reinterpret_cast<const void *>(mat2_kernel<8, false>),
+  };
+  if (mat2_bytes > 48 * 1024)
+    for (const void *f : m2)
+      if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mat2_bytes) != cudaSuccess)
+        return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
+                         "materialisation v2", mat2_bytes);
+  /* mat3 may use up to the opt-in maximum (launch_flush_rows falls back to mat2 beyond it) */
+  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4>), reinterpret_cast<const void *>(mat3_kernel<8>)};
+  for (const void *f : m3)
+    if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
+      return rssm_fail(err, errlen, "cannot raise the v3 materialisation's shared memory to %d bytes", optin);
+  return 0;
+}
+
+}  // namespace ssmc

@@ -1,0 +1,629 @@
+/* Output-only readouts of the SSM state engine on the GPU (ssm_readout and ssm_gdn_u_readout of
+ * ssm_replay.c; ssm_cuda_internal.cuh): replay non-flush steps, every spec draft, GDN u.
+ * Rows that take part: step: non-flush rows; verify: every planned row, reading the scratch S
+ * (fp32, just materialised) on flush rows and the read checkpoint (C_lp when split, else the
+ * shared one) otherwise, as ssm_verify does.
+ *   ro2_kernel               one block per (row, key group), its own setup; 8- and 4-bit reads
+ *                            (through per-block decode tables)
+ *   pre3_kernel, ro3_kernel  the precompute / stream split: fp32 and 16-bit reads, and every
+ *                            format under skip= (only ro3 applies Appendix F's threshold)
+ * Both give the same bits for every value; which one runs is decided in ssm_cuda_api.cu
+ * (launch_readout). */
+#include <type_traits>
+
+#include "src/io/errbuf.h"
+#include "src/ssm_cuda/ssm_cuda_internal.cuh"
+
+namespace ssmc {
+namespace {
+
+constexpr int RO_XCHUNK = 8; /* ro2: record values loaded at once per row */
+constexpr int PRE_WARPS = 4; /* warps of a pre3 block */
+constexpr int QG3 = 4;       /* ro3: queries reduced together: QG3 x R3 = 32 sums per halving */
+
+/* Warp-32 dot of two vectors in memory. */
+__device__ inline float warp_dot(const float *a /* [dk] */, const float *y /* [dk] */, int dk, int lane) {
+  float p = 0.0f;
+  for (int c = lane; c < dk; c += 32) p = p + a[c] * y[c];
+  return butterfly(p);
+}
+
+/* The readouts of one row in one operation, in the CPU engine's order.
+ * Step (h = the row's h before the step, j = h + 1):
+ *   Mamba-2: {OUT, n = j, y = q};  GDN: {U of record j, n = j - 1, y = k_j}, {OUT, n = j, y = q}.
+ * Verify (h = the row's h after a flush, drafts at records h + s, s = 1..T):
+ *   GDN first {U of record h + s, n = h + s - 1, y = k_{h+s}} for s = 1..T (forward substitution
+ *   of the unit-triangular system of Appendix B.3, as ssm_verify does it), then for both kinds
+ *   {OUT of draft s, n = h + s, y = q_s}. */
+struct query {
+  int kind, n, rec, t;
+};
+
+/* Tb: the row's drafts in this verification (ndraft[b]; rows of one batch may differ). */
+__device__ inline int num_queries(const dev_state &d, int op, int Tb) {
+  return (op == OP_STEP ? 1 : Tb) * (d.gdn ? 2 : 1);
+}
+
+__device__ inline query query_of(const dev_state &d, int op, int h, int qi, int Tb) {
+  query q;
+  if (op == OP_STEP) {
+    int j = h + 1;
+    if (d.gdn && qi == 0) { q.kind = Q_U; q.n = j - 1; q.rec = j; q.t = 0; }
+    else { q.kind = Q_OUT; q.n = j; q.rec = 0; q.t = 0; }
+  } else if (d.gdn && qi < Tb) {
+    q.kind = Q_U; q.rec = h + qi + 1; q.n = h + qi; q.t = qi;
+  } else {
+    int s = d.gdn ? qi - Tb : qi;
+    q.kind = Q_OUT; q.n = h + s + 1; q.rec = 0; q.t = s;
+  }
+  return q;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ro2 (measured as "v2", docs/gpu-results.md): ships for 8- and 4-bit reads, where it was 2-3.5x
+ * faster than ro3 on the H200, and for shapes whose ro3 shared memory does not fit. What
+ * keeps memory in flight: v2_rows(M) rows per batch (8; 4 when dk > 128), the first batch loaded
+ * before the block's setup (fp32 and 16-bit reads), the query held in registers, and 8/4-bit
+ * checkpoints decoded through per-block tables filled by rssm_decode_elem / rssm_e8m0_decode
+ * themselves (so a lookup is the decoder's value), with each lane's code and scale offsets
+ * computed once.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A lane's columns c = lane + 32 m, m < M: byte offsets of its codes in a row and of their block
+ * scales in the row's scale slots (computed once: the division by the block is not per row). */
+template <int M>
+struct lane_cols {
+  int code[M], scale[M], shift[M];
+  bool valid[M];
+};
+
+template <int M, int FC>
+__device__ inline lane_cols<M> lane_cols_of(const ck_view &v, int dk, int lane) {
+  lane_cols<M> lc;
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    lc.valid[m] = c < dk;
+    lc.code[m] = FC == FC_F4 ? (c >> 1) : c;
+    lc.shift[m] = FC == FC_F4 ? (c & 1) * 4 : 0;
+    lc.scale[m] = (FC >= FC_F8 && v.block > 0) ? (c / v.block) * (int)v.scale_elem : 0;
+  }
+  return lc;
+}
+
+/* Row i of matrix mat of a checkpoint, lane's elements, decoded as rssm_decode_at does. */
+template <int M, int FC>
+__device__ inline void load_row2(const ck_view &v, const luts *lt, size_t mat, int i, const lane_cols<M> &lc,
+                                 float s_dec /* NVFP4: the matrix's S_dec */, float *x /* [M] */) {
+  const uint8_t *mb = v.blob + mat * (size_t)v.bpm;
+  const uint8_t *codes = mb + v.codes_off + (size_t)i * (size_t)v.code_row;
+  if (FC == FC_F32) {
+    const float *row = reinterpret_cast<const float *>(codes);
+#pragma unroll
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? row[lc.code[m]] : 0.0f;
+  } else if (FC == FC_F16) {
+    const uint16_t *row = reinterpret_cast<const uint16_t *>(codes);
+    const int bf16 = v.kind == QF_BF16;
+    uint32_t cw[M];
+#pragma unroll
+    for (int m = 0; m < M; m++) cw[m] = lc.valid[m] ? row[lc.code[m]] : 0u;
+#pragma unroll
+    for (int m = 0; m < M; m++) x[m] = lc.valid[m] ? rssm_decode16_fast(bf16, cw[m]) : 0.0f;
+  } else {
+    const uint8_t *scales = mb + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem);
+    uint32_t cb[M], sb[M];
+    float sf[M];
+    /* all loads first, so that they are in flight together */
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      cb[m] = lc.valid[m] ? codes[lc.code[m]] : 0u;
+      if (v.kind == QF_NVFP4 || v.kind == QF_MXFP4 || v.kind == QF_MXFP8) {
+        sb[m] = lc.valid[m] ? scales[lc.scale[m]] : 0u;
+        sf[m] = 0.0f;
+      } else {
+        sb[m] = 0u;
+        sf[m] = lc.valid[m] ? *reinterpret_cast<const float *>(scales + lc.scale[m]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      if (!lc.valid[m]) {
+        x[m] = 0.0f;
+      } else if (FC == FC_F4) {
+        const float e = lt->elem[(cb[m] >> lc.shift[m]) & 0xFu];
+        /* NVFP4: (e * s) * S_dec; MXFP4: e * 2^(scale - 127) (rssm_decode_at) */
+        x[m] = v.kind == QF_NVFP4 ? (e * lt->scale[sb[m]]) * s_dec : e * lt->scale[sb[m]];
+      } else {
+        /* MXFP8: e * 2^(scale - 127); fp8, fp8_e5m2, int8: e * fp32 block scale */
+        x[m] = v.kind == QF_MXFP8 ? lt->elem[cb[m]] * lt->scale[sb[m]] : lt->elem[cb[m]] * sf[m];
+      }
+    }
+  }
+}
+
+/* Grid (G, B), V2_WARPS warps. Per block: the query vectors y, every k_j . y once for the key
+ * group, and the decay weights and coefficients of each (head, query). Then the warps take (head,
+ * tile of 32 state rows) items: v2_rows(M) rows at a time are loaded and their C_i . y computed
+ * for all queries from one read of each row (warp-32 order); then lane r runs row i0 + r through
+ * the queries in order (ascending records, ssm_math.h item 3; GDN u, item 5), loading RO_XCHUNK
+ * record values at once. Decode tables and the first batch go out before the block's setup (see
+ * the section comment). */
+template <int M, int FC>
+__global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
+    ro2_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+               float *o /* [B][nt][H][dv] */) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int R = v2_rows(M);
+  const int g = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1; /* this row's drafts */
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  const int ntiles = (dv + 31) / 32;
+  const lane_cols<M> lc = lane_cols_of<M, FC>(rd, dk, lane);
+
+  luts *lt = reinterpret_cast<luts *>(smem);
+  const float **xs = reinterpret_cast<const float **>(smem + sizeof(luts)); /* [hpg][cap] record x */
+  float *al = reinterpret_cast<float *>(xs + (size_t)hpg * cap); /* [hpg][cap] record alphas */
+  float *ys = al + (size_t)hpg * cap;                        /* [nq][dk] */
+  float *dots = ys + (size_t)nq * dk;                        /* [nq][cap] k_j . y */
+  float *w = dots + (size_t)nq * cap;                        /* [hpg][nq][cap+1] */
+  float *coef = w + (size_t)hpg * nq * (cap + 1);            /* [hpg][nq][cap] */
+  float *cd = coef + (size_t)hpg * nq * cap;                 /* [V2_WARPS][nq][32] C_i . y */
+
+  /* row i of head hd: the read checkpoint, or on a verification's flush rows the fp32 S */
+  float x[R][M];
+  auto load_batch = [&](int hd, int i0, int nr) {
+    const size_t mat = (size_t)b * H + hd;
+    /* NVFP4's per-matrix S_dec, once per batch (the rows of a batch share the head) */
+    const float s_dec = (FC == FC_F4 && !from_S && rd.kind == QF_NVFP4)
+                            ? *reinterpret_cast<const float *>(rd.blob + mat * (size_t)rd.bpm + rd.tscale_off)
+                            : 1.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (r >= nr) continue; /* warp-uniform */
+      if (from_S) load_f32_row<M>(d.S + (mat * dv + i0 + r) * dk, dk, lane, x[r]);
+      else load_row2<M, FC>(rd, lt, mat, i0 + r, lc, s_dec, x[r]);
+    }
+  };
+  /* 32-bit and 16-bit reads need no table: the first batch goes out before the setup */
+  const bool early = FC <= FC_F16 || from_S;
+  if (early && warp < hpg * ntiles)
+    load_batch(g * hpg + warp / ntiles, (warp % ntiles) * 32, min(R, dv - (warp % ntiles) * 32));
+
+  if (FC >= FC_F8) fill_luts(lt, rd.kind);
+  for (int e = threadIdx.x; e < nq * dk; e += blockDim.x) {
+    int qi = e / dk, c = e % dk;
+    query qq = query_of(d, op, h, qi, Tb);
+    const float *y = qq.kind == Q_U
+                         ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                         : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    ys[e] = y[c];
+  }
+  for (int e = threadIdx.x; e < hpg * nmax; e += blockDim.x) {
+    int hh = e / nmax, j = e % nmax + 1;
+    size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + (size_t)g * hpg + hh;
+    al[hh * cap + j - 1] = d.rec_alpha[ri];
+    xs[hh * cap + j - 1] = d.rec_x + ri * dv;
+  }
+  __syncthreads();
+  /* k_j . y once per key group: the heads of the group share it (the K^T Q of OUTPUTONLY) */
+  for (int qi = 0; qi < nq; qi++) {
+    query qq = query_of(d, op, h, qi, Tb);
+    for (int j = warp + 1; j <= qq.n; j += V2_WARPS) {
+      const float *kj = d.rec_k + (((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk;
+      float p = warp_dot(kj, ys + (size_t)qi * dk, dk, lane);
+      if (lane == 0) dots[(size_t)qi * cap + (j - 1)] = p;
+    }
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
+    int hh = t / nq, qi = t % nq;
+    query qq = query_of(d, op, h, qi, Tb);
+    float *wq = w + (size_t)t * (cap + 1);
+    rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
+    for (int j = 0; j < qq.n; j++)
+      coef[(size_t)t * cap + j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+  }
+  __syncthreads();
+
+  float *cdw = cd + (size_t)warp * nq * 32;
+  bool preloaded = early;
+  for (int item = warp; item < hpg * ntiles; item += V2_WARPS) {
+    const int hh = item / ntiles, i0 = (item % ntiles) * 32;
+    const int hd = g * hpg + hh;
+    const int nr = dv - i0 < 32 ? dv - i0 : 32;
+    for (int r0 = 0; r0 < nr; r0 += R) {
+      const int nb = nr - r0 < R ? nr - r0 : R;
+      if (preloaded) preloaded = false;
+      else load_batch(hd, i0 + r0, nb);
+      for (int qi = 0; qi < nq; qi++) {
+        float yr[M];
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          yr[m] = c < dk ? ys[(size_t)qi * dk + c] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (r >= nb) continue; /* warp-uniform */
+          const float p = dot_rr<M>(x[r], yr, dk, lane);
+          if (lane == 0) cdw[qi * 32 + r0 + r] = p;
+        }
+      }
+    }
+    __syncwarp();
+    if (lane < nr) {
+      const int i = i0 + lane;
+      const float *const *xh = xs + (size_t)hh * cap;
+      for (int qi = 0; qi < nq; qi++) {
+        query qq = query_of(d, op, h, qi, Tb);
+        const size_t t = (size_t)hh * nq + qi;
+        const float *cq = coef + t * cap;
+        /* rssm_readout_row of ssm_math.h, the same operations in the same order, with the record
+         * values loaded RO_XCHUNK at a time so that their loads overlap */
+        float acc = cdw[qi * 32 + lane] * w[t * (cap + 1)];
+        for (int j0 = 0; j0 < qq.n; j0 += RO_XCHUNK) {
+          float xv[RO_XCHUNK];
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++) xv[u] = j0 + u < qq.n ? xh[j0 + u][i] : 0.0f;
+#pragma unroll
+          for (int u = 0; u < RO_XCHUNK; u++)
+            if (j0 + u < qq.n) acc = acc + xv[u] * cq[j0 + u];
+        }
+        if (qq.kind == Q_U) {
+          /* u of record rec from S_{rec-1} k_rec; later queries of this lane read it back */
+          size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+          d.rec_x[ri * dv + i] =
+              rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], al[hh * cap + qq.rec - 1], acc);
+        } else {
+          o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+        }
+      }
+    }
+    __syncwarp(); /* cdw is reused by the next item */
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * pre3 + ro3 (measured as "v3", issue 17): the output-only readout as a precompute kernel and a
+ * streaming kernel. Same operations, operands and association as ro2_kernel for every value
+ * (ssm_math.h items 1-3 and 5), so the same bits; what changes is where and when:
+ *   - pre3 (grid G x B): the k_j . y dots of every query, the decay weights and the coefficients
+ *     c_j = w_{j+1} (k_j . y) per (head, query), written to st->coefs. In ro2 this setup ran
+ *     inside the streaming block, three barriers long, with no checkpoint bytes in flight for
+ *     the 8- and 4-bit formats.
+ *   - ro3 (grid H x B, one warp per tile of 32 state rows): at entry every lane issues
+ *     asynchronous 16-byte copies (cp.async) of its warp's whole tile (codes and block scales,
+ *     four commit groups of 8 rows), of the queries, the head's coefficients and its records' x
+ *     into shared memory, so that a block has all its bytes in flight at once and computes
+ *     chunk c while chunks c+1.. arrive. Rows are decoded in registers (quant/decode_fast.h: bit
+ *     assembly, no tables), and the dot products C_i . y of 8 rows x up to 4 queries are
+ *     reduced together by recursive halving (reduce_sums: 31 shuffles for 32 sums, not 160).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Grid (G, B), PRE_WARPS warps; the rows of ro2_kernel's plan. Per (row, key group): the records'
+ * k and the output queries are staged in shared memory (coalesced, all loads in flight), then
+ * every k_j . y_qi (warp-32 order; warp per (query, record)), then per (head, query) one thread:
+ * rssm_decay_weights and rssm_readout_coef as ro2_kernel, stored as
+ * coefs[b][hd][qi][0..n-1] = c_j and coefs[b][hd][qi][cap] = w_0 (gamma_n, the checkpoint's). */
+__global__ void __launch_bounds__(PRE_WARPS * 32)
+    pre3_kernel(dev_state d, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+                float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int g = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int H = d.H, dk = d.dk, G = d.G, cap = d.cap, hpg = d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const int nout = op == OP_STEP ? 1 : Tb;       /* output queries (their y is q_t) */
+  float *al = reinterpret_cast<float *>(smem); /* [hpg][cap] record alphas */
+  float *dots = al + (size_t)hpg * cap;         /* [nq][cap] k_j . y */
+  float *w = dots + (size_t)nq * cap;           /* [hpg][nq][cap + 1] decay weights */
+  float *kk = w + (size_t)hpg * nq * (cap + 1); /* [nmax][dk] record k of the group */
+  float *qv = kk + (size_t)cap * dk;            /* [nout][dk] output queries */
+  for (int e = threadIdx.x; e < hpg * nmax; e += blockDim.x) {
+    const int hh = e / nmax, j = e % nmax + 1;
+    al[hh * cap + j - 1] = d.rec_alpha[((size_t)b * cap + slot_of(d, base, j)) * H + (size_t)g * hpg + hh];
+  }
+  for (int e = threadIdx.x; e < nmax * dk; e += blockDim.x) {
+    const int j = e / dk + 1, c = e % dk;
+    kk[e] = d.rec_k[(((size_t)b * cap + slot_of(d, base, j)) * G + g) * dk + c];
+  }
+  for (int e = threadIdx.x; e < nout * dk; e += blockDim.x) {
+    const int t = e / dk, c = e % dk;
+    qv[e] = q_in[(((size_t)b * nt + t) * G + g) * dk + c];
+  }
+  __syncthreads();
+  for (int p = warp; p < nq * nmax; p += PRE_WARPS) {
+    const int qi = p / nmax, j = p % nmax + 1;
+    const query qq = query_of(d, op, h, qi, Tb);
+    if (j > qq.n) continue; /* warp-uniform */
+    /* a U query's y is k_rec, an output query's q_t: the same values as ro2_kernel's ys */
+    const float *y = qq.kind == Q_U ? kk + (size_t)(qq.rec - 1) * dk : qv + (size_t)qq.t * dk;
+    const float pd = warp_dot(kk + (size_t)(j - 1) * dk, y, dk, lane);
+    if (lane == 0) dots[(size_t)qi * cap + (j - 1)] = pd;
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < hpg * nq; t += blockDim.x) {
+    const int hh = t / nq, qi = t % nq;
+    const query qq = query_of(d, op, h, qi, Tb);
+    float *wq = w + (size_t)t * (cap + 1);
+    rssm_decay_weights(al + (size_t)hh * cap, qq.n, wq);
+    float *dst = coefs + (((size_t)b * H + (size_t)g * hpg + hh) * NQ + qi) * (size_t)(cap + 1);
+    for (int j = 0; j < qq.n; j++) dst[j] = rssm_readout_coef(wq[j + 1], dots[(size_t)qi * cap + j]);
+    dst[cap] = wq[0];
+  }
+}
+
+/* Lane's columns c = lane + 32 m of one staged row, decoded as rssm_decode_at does (FC: the
+ * read format's class; fp32 rows of the scratch S take FC_F32). The fast decoders return the
+ * reference decoders' bits (quant/decode_fast.h); formats without one (fp8_e5m2, int8, mxfp8,
+ * mxfp4) call rssm_decode_at itself on the staged bytes. */
+template <int M, int FC>
+__device__ inline void decode_row3(const uint8_t *codes /* smem row */, const uint8_t *scales /* smem row */,
+                                   int kind, int block, int scale_elem, float s_dec, int dk, int lane,
+                                   float *x /* [M] */) {
+#pragma unroll
+  for (int m = 0; m < M; m++) {
+    const int c = lane + 32 * m;
+    if (c >= dk) {
+      x[m] = 0.0f;
+      continue;
+    }
+    if (FC == FC_F32) {
+      x[m] = reinterpret_cast<const float *>(codes)[c];
+    } else if (FC == FC_F16) {
+      x[m] = rssm_decode16_fast(kind == QF_BF16, reinterpret_cast<const uint16_t *>(codes)[c]);
+    } else {
+      const uint8_t *sc = scales + (size_t)(c / block) * (size_t)scale_elem;
+      if (FC == FC_F8 && kind == QF_FP8_E4M3)
+        x[m] = rssm_e4m3_fast(codes[c]) * *reinterpret_cast<const float *>(sc);
+      else if (FC == FC_F4 && kind == QF_NVFP4)
+        x[m] = (rssm_e2m1_fast(rssm_get_nibble(codes, c)) * rssm_e4m3_fast(*sc)) * s_dec;
+      else
+        x[m] = rssm_decode_at((qformat_kind)kind, codes, sc, s_dec, c);
+    }
+  }
+}
+
+/* C_i . y of the chunk's R3 rows (registers) for queries q0.. in groups of QG, reduced together;
+ * written to cd[qi][row0 + r] for rows r < rn. */
+template <int M, int QG>
+__device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *ys /* [nq][dk] */, int nq,
+                                int dk, int dv, int row0, int rn, int lane, float *cd /* [nq][dv] */,
+                                const float *cf /* [nq][cap + 1] */, int cap, double skip) {
+  for (int q0 = 0; q0 < nq; q0 += QG) {
+    float v[QG * R3];
+#pragma unroll
+    for (int qq = 0; qq < QG; qq++) {
+      const int qi = q0 + qq < nq ? q0 + qq : nq - 1; /* past nq: a copy, not stored */
+      float y[M];
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int cc = lane + 32 * m;
+        y[m] = cc < dk ? ys[(size_t)qi * dk + cc] : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < R3; r++) {
+        /* lane's warp-32 partial: +0, then p + x*y over m ascending (c < dk) */
+        float p = 0.0f;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+          if (lane + 32 * m < dk) p = p + x[r][m] * y[m];
+        v[qq * R3 + r] = p;
+      }
+    }
+    const float sum = reduce_sums<QG * R3>(v, lane);
+    const int idx = lane / (32 / (QG * R3)), qi = q0 + idx / R3, r = idx % R3;
+    if (lane % (32 / (QG * R3)) == 0 && qi < nq && r < rn) {
+      /* Appendix F (ssm_readout): a query whose checkpoint weight gamma_n = w_0 is below the
+         threshold (compared as doubles) counts C_i . y as +0 */
+      const bool sk = skip > 0.0 && (double)cf[(size_t)qi * (cap + 1) + cap] < skip;
+      cd[(size_t)qi * dv + row0 + r] = sk ? 0.0f : sum;
+    }
+  }
+}
+
+/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps). The rows and the
+ * arithmetic of ro2_kernel: per row i, for each query in order, acc = (C_i . y) * w_0 and then
+ * acc = acc + x_j[i] * c_j over the records in ascending order (rssm_readout_row); GDN U queries
+ * turn acc into u (rssm_gdn_u), written to the ring and to the staged x that later queries of
+ * this lane read. */
+template <int M, int FC>
+__global__ void __launch_bounds__(256, 2)
+    ro3_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+               float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ,
+               size_t crow, size_t srow) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int hd = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, g = hd / d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  const size_t mat = (size_t)b * H + hd;
+  const ro3_layout L = ro3_layout_of((int)((dv + 31) / 32), crow, srow, nq, dk, cap, dv);
+  float *ys = reinterpret_cast<float *>(smem + L.ys); /* [nq][dk] queries */
+  float *cf = reinterpret_cast<float *>(smem + L.cf); /* [nq][cap + 1] c_j, w_0 at cap */
+  float *cd = reinterpret_cast<float *>(smem + L.cd); /* [nq][dv] C_i . y */
+  float *xs = reinterpret_cast<float *>(smem + L.xs); /* [nmax][dv] record x of this head */
+
+  /* group 0: what every warp reads (queries, coefficients, records) */
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *y = qq.kind == Q_U ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                                    : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    stage(reinterpret_cast<uint8_t *>(ys + (size_t)qi * dk), reinterpret_cast<const uint8_t *>(y),
+          (size_t)dk * sizeof(float), threadIdx.x, nthr);
+  }
+  /* the coefficients of this head's nq queries are contiguous: [qi][cap + 1] */
+  stage(reinterpret_cast<uint8_t *>(cf), reinterpret_cast<const uint8_t *>(coefs + mat * NQ * (size_t)(cap + 1)),
+        (size_t)nq * (cap + 1) * sizeof(float), threadIdx.x, nthr);
+  for (int j = 1; j <= nmax; j++)
+    stage(reinterpret_cast<uint8_t *>(xs + (size_t)(j - 1) * dv),
+          reinterpret_cast<const uint8_t *>(d.rec_x + (((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv),
+          (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  cp_async_commit();
+  /* Appendix F: with skip=THR the coefficients come first, and a head whose every query has
+     w_0 < THR loads no checkpoint byte at all (that is the time the threshold saves) */
+  bool all_skip = false;
+  if (d.skip > 0.0) { /* block-uniform */
+    cp_async_wait<0>();
+    __syncthreads();
+    all_skip = true;
+    for (int qi = 0; qi < nq; qi++) all_skip = all_skip && (double)cf[(size_t)qi * (cap + 1) + cap] < d.skip;
+  }
+
+  /* groups 1-4: this warp's tile, 8 rows each (codes, then block scales) */
+  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  const uint8_t *mb = rd.blob + mat * (size_t)rd.bpm;
+  const uint8_t *gcodes = from_S ? reinterpret_cast<const uint8_t *>(d.S + (mat * dv + i0) * dk)
+                                 : mb + rd.codes_off + (size_t)i0 * (size_t)rd.code_row;
+  const size_t code_row = from_S ? (size_t)dk * sizeof(float) : (size_t)rd.code_row;
+  const bool scaled = !from_S && rd.scales_off >= 0;
+  const size_t scale_row = scaled ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
+  const uint8_t *gscales = scaled ? mb + rd.scales_off + (size_t)i0 * scale_row : nullptr;
+  uint8_t *tcodes = smem + L.codes + (size_t)warp * L.tile;
+  uint8_t *tscales = smem + L.scales + (size_t)warp * L.stile;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+    if (rn > 0 && !all_skip) {
+      stage(tcodes + (size_t)r0 * code_row, gcodes + (size_t)r0 * code_row, (size_t)rn * code_row, lane, 32);
+      if (scaled)
+        stage(tscales + (size_t)r0 * scale_row, gscales + (size_t)r0 * scale_row, (size_t)rn * scale_row, lane, 32);
+    }
+    cp_async_commit();
+  }
+  const float s_dec =
+      (!from_S && !all_skip && rd.kind == QF_NVFP4) ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f;
+
+  cp_async_wait<4>(); /* this thread's group 0 */
+  __syncthreads();    /* everyone's */
+
+  if (all_skip)
+    for (int qi = 0; qi < nq; qi++)
+      if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
+#pragma unroll 1
+  for (int c = 0; c < 4; c++) {
+    const int r0 = c * R3;
+    if (r0 >= nr || all_skip) break; /* warp-uniform */
+    cp_async_wait_chunk(c);
+    __syncwarp();
+    float x[R3][M];
+#pragma unroll
+    for (int r = 0; r < R3; r++) {
+      if (r0 + r >= nr) { /* rows past dv: zeros, their sums are not stored */
+#pragma unroll
+        for (int m = 0; m < M; m++) x[r][m] = 0.0f;
+        continue;
+      }
+      const uint8_t *rc = tcodes + (size_t)(r0 + r) * code_row;
+      const uint8_t *rs = tscales + (size_t)(r0 + r) * scale_row;
+      if (from_S) decode_row3<M, FC_F32>(rc, rs, QF_FP32, 0, 0, 1.0f, dk, lane, x[r]);
+      else decode_row3<M, FC>(rc, rs, rd.kind, rd.block, (int)rd.scale_elem, s_dec, dk, lane, x[r]);
+    }
+    const int rn = nr - r0 < R3 ? nr - r0 : R3;
+    /* a step has 1 (Mamba-2) or 2 (GDN) queries: 8 or 16 sums per reduction, else 32 */
+    if (nq == 1) cy_chunk<M, 1>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else if (nq == 2) cy_chunk<M, 2>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    else cy_chunk<M, QG3>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+  }
+  __syncwarp();
+  if (lane >= nr) return;
+  const int i = i0 + lane;
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *cq = cf + (size_t)qi * (cap + 1);
+    /* rssm_readout_row of ssm_math.h, the same operations in the same order */
+    float acc = cd[(size_t)qi * dv + i] * cq[cap];
+    for (int j = 0; j < qq.n; j++) acc = acc + xs[(size_t)j * dv + i] * cq[j];
+    if (qq.kind == Q_U) {
+      const size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+      const float u = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], d.rec_alpha[ri], acc);
+      d.rec_x[ri * dv + i] = u;
+      xs[(size_t)(qq.rec - 1) * dv + i] = u; /* later queries of this lane read it */
+    } else {
+      o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+    }
+  }
+}
+
+/* Calls f(M, FC) with M and FC as std::integral_constant: the template instance of a run. */
+template <int M, class F>
+void with_fc(int FC, F f) {
+  if (FC == FC_F32) f(std::integral_constant<int, M>(), std::integral_constant<int, FC_F32>());
+  else if (FC == FC_F16) f(std::integral_constant<int, M>(), std::integral_constant<int, FC_F16>());
+  else if (FC == FC_F8) f(std::integral_constant<int, M>(), std::integral_constant<int, FC_F8>());
+  else f(std::integral_constant<int, M>(), std::integral_constant<int, FC_F4>());
+}
+template <class F>
+void with_m_fc(int M, int FC, F f) {
+  if (M <= 4) with_fc<4>(FC, f);
+  else with_fc<8>(FC, f);
+}
+
+}  // namespace
+
+void launch_ro2(int M, int FC, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &rd, int op,
+                const float *q, int nt, float *o) {
+  with_m_fc(M, FC, [&](auto m, auto fc) {
+    ro2_kernel<decltype(m)::value, decltype(fc)::value><<<grid, V2_WARPS * 32, smem, s>>>(d, rd, op, q, nt, o);
+  });
+}
+
+void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int op, const float *q, int nt,
+                 float *coefs, int NQ) {
+  pre3_kernel<<<grid, PRE_WARPS * 32, smem, s>>>(d, op, q, nt, coefs, NQ);
+}
+
+void launch_ro3(int M, int FC, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, size_t crow,
+                size_t srow) {
+  with_m_fc(M, FC, [&](auto m, auto fc) {
+    ro3_kernel<decltype(m)::value, decltype(fc)::value><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ,
+                                                                                     crow, srow);
+  });
+}
+
+int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen) {
+  const void *r2[] = {
+      reinterpret_cast<const void *>(ro2_kernel<4, FC_F32>), reinterpret_cast<const void *>(ro2_kernel<4, FC_F16>),
+      reinterpret_cast<const void *>(ro2_kernel<4, FC_F8>),  reinterpret_cast<const void *>(ro2_kernel<4, FC_F4>),
+      reinterpret_cast<const void *>(ro2_kernel<8, FC_F32>), reinterpret_cast<const void *>(ro2_kernel<8, FC_F16>),
+      reinterpret_cast<const void *>(ro2_kernel<8, FC_F8>),  reinterpret_cast<const void *>(ro2_kernel<8, FC_F4>),
+  };
+  if (ro2_bytes > 48 * 1024)
+    for (const void *f : r2)
+      if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ro2_bytes) != cudaSuccess)
+        return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes", "readout v2",
+                         ro2_bytes);
+  /* pre3 and ro3 may use up to the opt-in maximum (launch_readout falls back to ro2 beyond it) */
+  const void *r3[] = {
+      reinterpret_cast<const void *>(pre3_kernel),
+      reinterpret_cast<const void *>(ro3_kernel<4, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<4, FC_F16>),
+      reinterpret_cast<const void *>(ro3_kernel<4, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<4, FC_F4>),
+      reinterpret_cast<const void *>(ro3_kernel<8, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<8, FC_F16>),
+      reinterpret_cast<const void *>(ro3_kernel<8, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<8, FC_F4>),
+  };
+  for (const void *f : r3)
+    if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
+      return rssm_fail(err, errlen, "cannot raise the v3 readout's shared memory to %d bytes", optin);
+  return 0;
+}
+
+}  // namespace ssmc
