@@ -791,7 +791,7 @@ namespace {
 int ssm_run(mc_batch *b, int i, int ci, const ssm_cuda_inputs *in, float *o) {
   ssm_cuda_state *st = &b->eng[i][ci];
   void *ss = ssm_stream(b, ci);
-  if (b->T == 1) return ssm_cuda_step(st, in, nullptr, o, ss) != 0;
+  if (!b->spec) return ssm_cuda_step(st, in, nullptr, o, ss) != 0;
   const int r0 = ci * b->K; /* first state row of configuration ci */
   return ssm_cuda_verify_n(st, in, b->n_d + r0, nullptr, o, ss) != 0 ||
          ssm_cuda_commit(st, b->a_d + r0, nullptr, ss) != 0;
@@ -803,7 +803,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const model_config *c = &m->cfg;
   /* R token rows (R = b->R T); a spec batch's state row r owns token rows r T .. r T + T - 1 */
   const int R = b->RT, K = b->K, T = b->T;
-  const int spec = T > 1;
+  const int spec = b->spec;
   const int64_t H = c->H, V = c->V;
   const float eps = (float)c->eps;
   void *s = (void *)b->stream;
@@ -971,7 +971,7 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                              float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
   const model_config *c = &b->g->cpu->cfg;
   const int R = b->R, K = b->K;
-  if (b->T != 1)
+  if (b->spec)
     return rssm_fail(err, errlen, "a spec batch plays rounds (mc_batch_spec_round), not steps"),
            RSSM_ERR_INPUT;
   if (b->pos >= b->max_ctx) {
@@ -1081,7 +1081,7 @@ template <typename F> void row_pieces(const mc_batch *b, int r, F f) {
       f((unsigned char *)nullptr, (int64_t)0, &b->eng[i][r / b->K], r % b->K);
     } else if (kind == BK_QATTN || kind == BK_NATTN) {
       /* K/V rows below the row's own position (a spec row's drafts above it are scratch) */
-      const int64_t rp = b->T > 1 ? b->rpos[r] : b->pos;
+      const int64_t rp = b->spec ? b->rpos[r] : b->pos;
       const int64_t n = rp * kvd * F32, row = b->max_ctx * kvd * F32;
       f((unsigned char *)b->kc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
       f((unsigned char *)b->vc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
@@ -1105,7 +1105,7 @@ extern "C" int mc_batch_row_save(const mc_batch *b, int r, void *buf, char *err,
   if (r < 0 || r >= b->R) return rssm_fail(err, errlen, "row %d of %d", r, b->R), RSSM_ERR_INPUT;
   unsigned char *p = (unsigned char *)buf;
   memcpy(p, ROW_TAG, 8);
-  memcpy(p + 8, b->T > 1 ? &b->rpos[r] : &b->pos, 8);
+  memcpy(p + 8, b->spec ? &b->rpos[r] : &b->pos, 8);
   p += 16;
   int ok = cudaStreamSynchronize(b->stream) == cudaSuccess;
   row_pieces(b, r, [&](unsigned char *dev, int64_t n, ssm_cuda_state *st, int row) {
@@ -1137,7 +1137,7 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
     return rssm_fail(err, errlen, "GPU row %d: position %lld outside [0, %lld)", r, (long long)pos,
                      (long long)b->max_ctx),
            RSSM_ERR_INPUT;
-  if (b->T > 1) {
+  if (b->spec) {
     /* spec rows carry their own positions */
     const int64_t saved = b->rpos[r];
     b->rpos[r] = pos;
@@ -1149,14 +1149,14 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
     }
   }
   const int64_t saved = b->pos;
-  if (b->T == 1) b->pos = pos; /* the K/V sizes below depend on it */
+  if (!b->spec) b->pos = pos; /* the K/V sizes below depend on it */
   if (len != mc_batch_row_bytes(b, r)) {
     b->pos = saved;
     return rssm_fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
                      (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos),
            RSSM_ERR_INPUT;
   }
-  if (b->T == 1 && b->loaded_rows > 0 && pos != saved) {
+  if (!b->spec && b->loaded_rows > 0 && pos != saved) {
     b->pos = saved;
     return rssm_fail(err, errlen,
                      "GPU row %d: position %lld, other rows are at %lld (rows advance "

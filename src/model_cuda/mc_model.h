@@ -116,6 +116,7 @@ int mc_batch_build_spec(mc_batch **out, const mc_model *g, const ssm_config *cfg
                         int C, int K, uint64_t seed, const uint32_t *sequences /* [K] */,
                         int64_t max_ctx, char *err, size_t errlen);
 int mc_batch_tokens_per_row(const mc_batch *b); /* T of a spec batch, 1 for a lockstep batch */
+int mc_batch_is_spec(const mc_batch *b);
 int64_t mc_batch_row_pos(const mc_batch *b, int r); /* committed tokens of row r */
 /* mc_batch_estimate and mc_batch_rows_fit for R state rows of T token rows each */
 int64_t mc_batch_estimate_t(const mc_model *g, int R, int T, int64_t max_ctx);

@@ -72,6 +72,7 @@ struct mc_batch {
    * Rpad = RT rounded up to MC_ROW_TILE */
   int C, K, R, Rpad;
   int T, RT;
+  int spec;                  /* a spec batch (mc_batch_build_spec): rounds, per-row positions */
   int64_t max_ctx, pos;      /* pos: the common position of a lockstep batch (T = 1) */
   /* spec batches (T > 1, mc_spec.cu): per-row positions and this round's per-row plan */
   int64_t *rpos;             /* host [R] committed tokens of each row */

@@ -44,16 +44,17 @@ extern "C" int mc_batch_build_spec(mc_batch **out, const mc_model *g, const ssm_
       return rssm_fail(err, errlen, "configuration '%s': a spec batch holds spec configurations "
                        "of one T (%d)", cfgs[i].name, T),
              RSSM_ERR_INPUT;
-  /* T = 1 would make it a lockstep batch: keep at least 2 token rows per row in the layout */
-  return mc_batch_build_t(out, g, cfgs, C, K, T > 1 ? T : 2, seed, sequences, max_ctx, err,
-                          errlen);
+  const int rc = mc_batch_build_t(out, g, cfgs, C, K, T, seed, sequences, max_ctx, err, errlen);
+  if (rc == RSSM_OK) (*out)->spec = 1;
+  return rc;
 }
 
 extern "C" int mc_batch_tokens_per_row(const mc_batch *b) { return b->T; }
+extern "C" int mc_batch_is_spec(const mc_batch *b) { return b->spec; }
 
 extern "C" int64_t mc_batch_row_pos(const mc_batch *b, int r) {
   if (r < 0 || r >= b->R) return -1;
-  return b->T > 1 ? b->rpos[r] : b->pos;
+  return b->spec ? b->rpos[r] : b->pos;
 }
 
 extern "C" int mc_ref_ring_build(mc_ref_ring **out, const mc_model *g, int K, int slots,
@@ -98,7 +99,7 @@ extern "C" int64_t mc_ref_ring_bytes(int64_t K, int64_t slots, int64_t V) {
 
 extern "C" int mc_ref_ring_store(mc_ref_ring *q, const mc_batch *b, int64_t step, char *err,
                                  size_t errlen) {
-  if (b->T != 1 || b->K != q->K)
+  if (b->spec || b->K != q->K)
     return rssm_fail(err, errlen, "reference ring: not the lockstep batch of its windows"),
            RSSM_ERR_INPUT;
   const int64_t slot = step % q->slots, V = q->V;
@@ -155,7 +156,7 @@ extern "C" int mc_batch_spec_round(mc_batch *b, const mc_ref_ring *q, const int6
                                    mc_row_metrics *metrics, char *err, size_t errlen) {
   const int R = b->R, T = b->T, RT = b->RT;
   const int64_t V = b->g->cpu->cfg.V;
-  if (T < 2) return rssm_fail(err, errlen, "not a spec batch"), RSSM_ERR_INPUT;
+  if (!b->spec) return rssm_fail(err, errlen, "not a spec batch"), RSSM_ERR_INPUT;
   if (q->K != b->K)
     return rssm_fail(err, errlen, "reference ring of %d windows for %d", q->K, b->K),
            RSSM_ERR_INPUT;
