@@ -147,8 +147,9 @@ int mc_ref_ring_save(const mc_ref_ring *q, int k, int64_t step, void *buf);
 int mc_ref_ring_load(mc_ref_ring *q, int k, int64_t step, const void *buf);
 
 /* `replayssm logits --device cuda`: decode tok [N] as one row (sequence 0) under cfg and write
- * the logits [N][V]. RSSM_ERR_INPUT (exit status 2) without a usable device, for spec
- * configurations and unsupported blocks; RSSM_ERR_IO for device failures. */
+ * the logits [N][V] (a spec configuration in rounds, the accepted positions' logits, as the CPU
+ * command). RSSM_ERR_INPUT (exit status 2) without a usable device and for unsupported blocks;
+ * RSSM_ERR_IO for device failures. */
 int mc_logits_decode(const model *m, const ssm_config *cfg, uint64_t seed,
                      const int64_t *tok /* [N] */, int64_t N, float *out /* [N][V] */, char *err,
                      size_t errlen);

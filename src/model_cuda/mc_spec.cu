@@ -44,6 +44,14 @@ extern "C" int mc_batch_build_spec(mc_batch **out, const mc_model *g, const ssm_
       return rssm_fail(err, errlen, "configuration '%s': a spec batch holds spec configurations "
                        "of one T (%d)", cfgs[i].name, T),
              RSSM_ERR_INPUT;
+  /* the conv of a round holds its window and drafts in registers (mc_conv_spec) */
+  const model_config *c = &g->cpu->cfg;
+  const int64_t kc = c->gdn_kernel > c->m_kernel ? c->gdn_kernel : c->m_kernel;
+  if (kc - 1 + T > MC_CONV_SPEC_MAX)
+    return rssm_fail(err, errlen, "configuration '%s': T=%d drafts do not fit the GPU's spec "
+                     "conv (at most %lld with this model's conv kernel of %lld)", cfgs[0].name, T,
+                     (long long)(MC_CONV_SPEC_MAX - kc + 1), (long long)kc),
+           RSSM_ERR_INPUT;
   const int rc = mc_batch_build_t(out, g, cfgs, C, K, T, seed, sequences, max_ctx, err, errlen);
   if (rc == RSSM_OK) (*out)->spec = 1;
   return rc;
@@ -157,7 +165,9 @@ extern "C" int mc_batch_spec_round(mc_batch *b, const mc_ref_ring *q, const int6
   const int R = b->R, T = b->T, RT = b->RT;
   const int64_t V = b->g->cpu->cfg.V;
   if (!b->spec) return rssm_fail(err, errlen, "not a spec batch"), RSSM_ERR_INPUT;
-  if (q->K != b->K)
+  if (metrics && !q)
+    return rssm_fail(err, errlen, "spec round metrics need the reference ring"), RSSM_ERR_INPUT;
+  if (q && q->K != b->K)
     return rssm_fail(err, errlen, "reference ring of %d windows for %d", q->K, b->K),
            RSSM_ERR_INPUT;
   int any = 0;
@@ -188,7 +198,7 @@ extern "C" int mc_batch_spec_round(mc_batch *b, const mc_ref_ring *q, const int6
       b->h_tgt[i] = a > 0 ? y : 0;
       const int64_t p = b->rpos[r] + j;
       b->h_pos[i] = (int)(p < b->max_ctx ? p : b->max_ctx - 1);
-      b->h_ref[i] = (int)((int64_t)k * q->slots + p % q->slots);
+      b->h_ref[i] = q ? (int)((int64_t)k * q->slots + p % q->slots) : 0;
     }
   }
   if (!any) return RSSM_OK;
@@ -206,8 +216,8 @@ extern "C" int mc_batch_spec_round(mc_batch *b, const mc_ref_ring *q, const int6
     return rssm_fail(err, errlen, "spec round upload: %s",
                      cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
-  b->ring_lg = q->lg;
-  b->ring_st = q->st;
+  b->ring_lg = q ? q->lg : nullptr;
+  b->ring_st = q ? q->st : nullptr;
   if (mc_batch_launches(b, metrics != nullptr, err, errlen) != 0) return RSSM_ERR_IO;
   if (metrics)
     ok = cudaMemcpyAsync(metrics, b->met, (size_t)RT * sizeof(mc_row_metrics),

@@ -47,9 +47,9 @@ if [ "$DEV" = cuda ]; then
   check spec-kernels "$BIN/gpu_check_mc_spec"
 fi
 
-logits_vs_golden() { # FIXTURE
-  local f=$1 rc=0
-  "$BIN/replayssm" logits --device "$DEV" --model "tests/fixtures/$f" \
+logits_vs_golden() { # FIXTURE [CONFIG]
+  local f=$1 rc=0 cfg=${2:-conventional state=fp32}
+  "$BIN/replayssm" logits --device "$DEV" --model "tests/fixtures/$f" --config "$cfg" \
     --tokens "tests/fixtures/$f/tokens.npy" --out "$OUT/$f.logits.npy" 2> "$OUT/$f.logits.err" || rc=$?
   [ $rc -eq 0 ] || { cat "$OUT/$f.logits.err"; return 1; }
   "$PY" - "$OUT/$f.logits.npy" "tests/fixtures/$f/ref_logits.npy" <<'EOF'
@@ -62,6 +62,10 @@ EOF
 }
 for f in qwen3_5_text qwen3_5_vl qwen3_next nemotron_h qwen3_5_moe nemotron_h_moe; do
   check "logits-$f" logits_vs_golden "$f"
+done
+# a spec configuration's accepted positions (the fp32 control) against the same goldens
+for f in qwen3_5_text nemotron_h; do
+  check "logits-spec-$f" logits_vs_golden "$f" "spec L=16 T=4 ckpt=fp32 accept=uniform"
 done
 
 killed_then_resumed() { # INI OUT
