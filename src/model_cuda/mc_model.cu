@@ -783,8 +783,6 @@ extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
 
 namespace {
 
-/* The step's launches (mc_batch_step), no host synchronisation inside. Returns 0 or -1 with a
- * message naming the stage. */
 /* Configuration ci's SSM engine of block i on the layer's inputs: a standard step, or (spec
  * batch) the verification of each row's n_d drafts (T, or 0: the row is left as it was) and the
  * commit of its a_d, in one launch sequence (a is drawn on the host before the round). */
@@ -797,6 +795,8 @@ int ssm_run(mc_batch *b, int i, int ci, const ssm_cuda_inputs *in, float *o) {
          ssm_cuda_commit(st, b->a_d + r0, nullptr, ss) != 0;
 }
 
+/* The step's launches (mc_batch_step) or a spec round's (mc_batch_spec_round), no host
+ * synchronisation inside. Returns 0 or -1 with a message naming the stage. */
 int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const mc_model *g = b->g;
   const model *m = g->cpu;
