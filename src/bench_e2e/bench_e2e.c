@@ -26,6 +26,7 @@
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
+#include "src/bench_e2e/bench_spec.h"
 #include "src/io/cli_opts.h"
 #include "src/io/parse_num.h"
 #include "src/io/status.h"
@@ -46,6 +47,7 @@
   "bench e2e (--model DIR | --shape qwen3.5-4b|nemotron-3-nano-4b|DIR) "            \
   "[--streams K1,K2,..] [--configs 'CFG;CFG;..']... [--steps N] [--warmup W] [--block B] "    \
   "[--gemm fp32|bf16] [--graph on|off] [--micro on|off] [--profile on|off] [--seed S] "        \
+  "[--spec T1,T2 [--spec-out FILE.csv]] "                                                      \
   "[--threads N] "                                                                             \
   "[--label NAME] [--out FILE.csv] [--transformers PYTHON [--transformers-json FILE]] "         \
   "[--dry-run]"
@@ -57,7 +59,7 @@
 typedef struct {
   const char *model_dir, *shape, *streams, *steps, *warmup, *block, *gemm, *graph, *micro, *profile,
       *seed, *transformers, *hf_script, *hf_json,
-      *threads, *label, *out;
+      *threads, *label, *out, *spec, *spec_out;
   const char *sets[MAX_SETS];
   int nsets, dry_run;
 } bench_args;
@@ -110,6 +112,11 @@ static int parse_args(int argc, char **argv, bench_args *a, int *done) {
       STR_OPT("--threads", threads, "N", "threads filling random weights (default: all cores)"),
       STR_OPT("--label", label, "NAME", "model name in the output (default: the directory or shape name)"),
       STR_OPT("--out", out, "FILE", "append one CSV row per batch (header when the file is new)"),
+      STR_OPT("--spec", spec, "LIST",
+              "also time spec rounds of each T (comma separated, e.g. 4,8) for\n"
+              "the acceptance models fixed:T, uniform and geom:0.7 against\n"
+              "standard steps, at every K, fp32 GEMMs: committed tokens per second"),
+      STR_OPT("--spec-out", spec_out, "FILE", "append one CSV row per spec case"),
       {.name = "--dry-run", .type = CLI_FLAG, .dest = &a->dry_run,
        .help = "print the byte model of every batch from the config alone (no\n"
                "device, no weights) and exit"},
@@ -186,7 +193,8 @@ static int parse_set(const char *text, config_set *s) {
       return -1;
     }
     if (s->cfg[s->C].strategy == SSM_SPEC) {
-      cli_error(CMD, "--configs: '%s': spec configurations are not supported on the GPU yet", tok);
+      cli_error(CMD, "--configs: '%s': a set's batch plays steps; spec configurations play "
+                "rounds: time them with --spec T1,T2", tok);
       return -1;
     }
     size_t n = strlen(s->label);
@@ -701,6 +709,7 @@ typedef struct {
   int nsets;
   int threads;
   const char *hf_script;
+  int spec_T[MAX_STREAMS], nspec; /* --spec */
   char shape_dir[4096];
 } e2e_ctx;
 
@@ -790,6 +799,28 @@ static int e2e_prepare(int argc, char **argv, e2e_ctx *ctx) {
       return 2;
     }
   }
+  int spec_T[MAX_STREAMS], nspec = 0;
+  if (a.spec) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", a.spec);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (nspec == MAX_STREAMS) {
+        cli_error(CMD, "--spec: more than %d values", MAX_STREAMS);
+        return 2;
+      }
+      if (parse_count(t, "--spec value", 1, 64, &v64)) return 2;
+      spec_T[nspec++] = (int)v64;
+    }
+    if (nspec == 0) {
+      cli_error(CMD, "--spec '%s' holds no value", a.spec);
+      return 2;
+    }
+  }
+  if (a.spec_out && !a.spec) {
+    cli_error(CMD, "--spec-out needs --spec T1,T2");
+    return 2;
+  }
   static config_set sets[MAX_SETS];
   int nsets = 0;
   if (a.nsets == 0) {
@@ -823,6 +854,8 @@ static int e2e_prepare(int argc, char **argv, e2e_ctx *ctx) {
   ctx->nsets = nsets;
   ctx->threads = threads;
   ctx->hf_script = hf_script;
+  memcpy(ctx->spec_T, spec_T, sizeof spec_T);
+  ctx->nspec = nspec;
   return -1;
 }
 
@@ -1196,6 +1229,15 @@ static int e2e_measure(e2e_ctx *ctx) {
         const e2e_batch q = {&m, c, &wm, g, K, pi, wbytes, tok, x, y, seqs, total_steps, nsteps,
                              nblocks, bw};
         status = e2e_measure_set(ctx, &q, si, &micro[ki][si], res, &nres, cap_res);
+      }
+      /* spec rounds against standard steps (fp32 GEMMs, the precision of `run`) */
+      if (status == 0 && ctx->nspec > 0 && !o.bf16) {
+        const bench_spec_opts so = {o.warmup, nblocks, o.block, o.seed, o.label, ctx->a.spec_out};
+        rc = bench_spec_measure(g, V, K, ctx->spec_T, ctx->nspec, &so, err, sizeof err);
+        if (rc != RSSM_OK) {
+          cli_error(CMD, "spec rounds, K = %d: %s", K, err);
+          status = rc == RSSM_ERR_INPUT ? 2 : 1;
+        }
       }
       free(tok), free(x), free(y), free(seqs);
     }

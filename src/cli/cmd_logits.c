@@ -55,8 +55,8 @@ static int parse_args(int argc, char **argv, logits_args *a, int *done) {
        .help = "threads for the matrix-vector products; results do not depend on it"},
       {.name = "--device", .type = CLI_STR, .dest = &a->device, .meta = "D", .flags = CLI_ONCE,
        .def = "cpu",
-       .help = "cpu or cuda: the GPU runtime (docs/gpu-runtime.md; no spec\n"
-               "configurations yet; exit 2 without a CUDA device)"},
+       .help = "cpu or cuda: the GPU runtime (docs/gpu-runtime.md; exit 2\n"
+               "without a CUDA device)"},
       {.name = "--out", .type = CLI_STR, .dest = &a->out, .meta = "FILE", .flags = CLI_ONCE,
        .help = ".h5 or .npy, written atomically"},
   };

@@ -35,9 +35,10 @@ attn_partial_kernel(const float *q /* [R][nH][D] */, const float *kcache /* [R][
                     const float *vcache /* [R][max_ctx][nKV][D] */, const int *pos /* [R] */,
                     int64_t max_ctx, float *part_ml /* [R][nH][nchunk][2] */,
                     float *part_acc /* [R][nH][nchunk][D] */, int nH, int nKV, int D, int nchunk,
-                    float scale) {
+                    float scale, int tpr) {
   extern __shared__ float smem[];
   const int chunk = blockIdx.x, kh = blockIdx.y, r = blockIdx.z;
+  const int64_t cr = r / tpr; /* cache row of token row r (spec drafts share their row's cache) */
   const int rep = nH / nKV;
   const int64_t p = pos[r];
   const int64_t j0 = (int64_t)chunk * MC_ATTN_CHUNK;
@@ -51,7 +52,7 @@ attn_partial_kernel(const float *q /* [R][nH][D] */, const float *kcache /* [R][
   __syncthreads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const float *kbase = kcache + ((int64_t)r * max_ctx + j0) * kvd + (int64_t)kh * D; /* row j: + j kvd */
+  const float *kbase = kcache + (cr * max_ctx + j0) * kvd + (int64_t)kh * D; /* row j: + j kvd */
   for (int j = warp; j < n; j += ATTN_WARPS) {
     const float *kj = kbase + (int64_t)j * kvd; /* [D] */
     for (int h = 0; h < rep; h++) {
@@ -83,7 +84,7 @@ attn_partial_kernel(const float *q /* [R][nH][D] */, const float *kcache /* [R][
   }
   __syncthreads();
 
-  const float *vbase = vcache + ((int64_t)r * max_ctx + j0) * kvd + (int64_t)kh * D;
+  const float *vbase = vcache + (cr * max_ctx + j0) * kvd + (int64_t)kh * D;
   for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
     const int h = i / D, d = i % D;
     const float *sh = sc + h * MC_ATTN_CHUNK;
@@ -121,7 +122,16 @@ extern "C" int mc_attn_decode(const float *q, const float *kcache, const float *
                               const int *pos, int64_t max_ctx, const float *gate_src,
                               int64_t ldgate, float *part_ml, float *part_acc, float *o, int R,
                               int nH, int nKV, int D, void *stream) {
+  return mc_attn_decode_t(q, kcache, vcache, pos, max_ctx, gate_src, ldgate, part_ml, part_acc,
+                          o, R, 1, nH, nKV, D, stream);
+}
+
+extern "C" int mc_attn_decode_t(const float *q, const float *kcache, const float *vcache,
+                                const int *pos, int64_t max_ctx, const float *gate_src,
+                                int64_t ldgate, float *part_ml, float *part_acc, float *o, int R,
+                                int tpr, int nH, int nKV, int D, void *stream) {
   if (R < 1) return 0;
+  if (tpr < 1) return -1;
   if (nKV < 1 || nH % nKV != 0 || D < 1 || D > 1024) return -1;
   const int rep = nH / nKV;
   const size_t smem = (size_t)rep * (size_t)(D + MC_ATTN_CHUNK) * sizeof(float);
@@ -131,7 +141,7 @@ extern "C" int mc_attn_decode(const float *q, const float *kcache, const float *
   cudaStream_t s = as_stream(stream);
   attn_partial_kernel<<<dim3((unsigned)nchunk, (unsigned)nKV, (unsigned)R), ATTN_WARPS * 32, smem,
                         s>>>(q, kcache, vcache, pos, max_ctx, part_ml, part_acc, nH, nKV, D,
-                             nchunk, scale);
+                             nchunk, scale, tpr);
   if (launch_ok() != 0) return -1;
   attn_combine_kernel<<<dim3((unsigned)nH, (unsigned)R), D < 256 ? D : 256, 0, s>>>(
       part_ml, part_acc, pos, gate_src, ldgate, o, nH, D, nchunk);

@@ -66,6 +66,33 @@ __global__ void conv_step_kernel(float *win /* [R][K-1][C] */, const float *x /*
   if (K > 1) wr[(K - 2) * C + c] = xc;
 }
 
+/* Thread per (state row, channel): the T drafts of a spec round through the causal conv, each
+ * over the row's committed window followed by the earlier drafts (conv_silu over the CPU's
+ * [K-1+T] window: the same taps in the same order as conv_step_kernel), then the window advanced
+ * by the accepted a[r] (0: left as it was; model_commit's memmove). Ascending writes are safe:
+ * window slot i takes extended slot i + a >= i, not yet overwritten. */
+__global__ void conv_spec_kernel(float *win /* [R][K-1][C] */, const float *x /* [R*T][ldx] */,
+                                 int64_t ldx, const float *w /* [C][K] */,
+                                 const float *bias /* [C] or NULL */, const int *a /* [R] */,
+                                 float *out /* [R*T][C] */, int T, int64_t C, int K) {
+  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  if (c >= C) return;
+  float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
+  float ext[MC_CONV_SPEC_MAX];                /* [K-1+T] window, then the drafts' inputs */
+  for (int k = 0; k < K - 1; k++) ext[k] = wr[k * C + c];
+  for (int j = 0; j < T; j++) ext[K - 1 + j] = x[((int64_t)r * T + j) * ldx + c];
+  for (int j = 0; j < T; j++) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc = acc + w[c * K + k] * ext[j + k];
+    if (bias) acc = acc + bias[c];
+    out[((int64_t)r * T + j) * C + c] = silu(acc);
+  }
+  const int ar = a[r];
+  if (ar > 0 && ar <= T)
+    for (int k = 0; k < K - 1; k++) wr[k * C + c] = ext[k + ar];
+}
+
 /* Block per (key head, row): threads 0..7 the partial sums of q, 8..15 those of k. */
 __global__ void gdn_l2_kernel(const float *cv /* [R][conv_dim] */, float *q /* [R][Hk][dk] */,
                               float *k /* [R][Hk][dk] */, int Hk, int dk, int64_t conv_dim,
@@ -158,11 +185,12 @@ __global__ void qk_prepare_kernel(const float *qkv, int64_t ldqkv, int gated, co
                                   const float *k_norm, const float *rope_cos,
                                   const float *rope_sin, int rd, float eps, const int *pos,
                                   float *q, float *kcache, float *vcache, int64_t max_ctx, int nH,
-                                  int nKV, int D) {
+                                  int nKV, int D, int tpr) {
   __shared__ float xs[QK_MAX_D];
   __shared__ float part[8];
   __shared__ float inv_s;
   const int hh = blockIdx.x, r = blockIdx.y;
+  const int64_t cr = r / tpr; /* the cache row: token row r is draft r % tpr of state row cr */
   const int64_t qd = (int64_t)nH * D, kvd = (int64_t)nKV * D;
   const int64_t k_off = gated ? 2 * qd : qd, v_off = k_off + kvd;
   const int64_t p = pos[r];
@@ -176,10 +204,10 @@ __global__ void qk_prepare_kernel(const float *qkv, int64_t ldqkv, int gated, co
   } else {
     const int kh = hh - nH;
     src = qkv + r * ldqkv + k_off + (int64_t)kh * D;
-    dst = kcache + ((int64_t)r * max_ctx + p) * kvd + (int64_t)kh * D;
+    dst = kcache + (cr * max_ctx + p) * kvd + (int64_t)kh * D;
     wn = k_norm;
     const float *vs = qkv + r * ldqkv + v_off + (int64_t)kh * D;
-    float *vd = vcache + ((int64_t)r * max_ctx + p) * kvd + (int64_t)kh * D;
+    float *vd = vcache + (cr * max_ctx + p) * kvd + (int64_t)kh * D;
     for (int i = threadIdx.x; i < D; i += blockDim.x) vd[i] = vs[i];
   }
   if (!gated) {
@@ -318,11 +346,28 @@ int mc_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *q_nor
                   const float *k_norm, const float *rope_cos, const float *rope_sin, int rd,
                   float eps, const int *pos, float *q, float *kcache, float *vcache,
                   int64_t max_ctx, int R, int nH, int nKV, int D, void *stream) {
-  if (R < 1) return 0;
-  if (D > QK_MAX_D || rd > D || rd % 2 != 0) return -1;
-  qk_prepare_kernel<<<dim3((unsigned)(nH + nKV), (unsigned)R), 128, 0, as_stream(stream)>>>(
+  return mc_qk_prepare_t(qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q,
+                         kcache, vcache, max_ctx, R, 1, nH, nKV, D, stream);
+}
+
+int mc_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,
+                    const float *k_norm, const float *rope_cos, const float *rope_sin, int rd,
+                    float eps, const int *pos, float *q, float *kcache, float *vcache,
+                    int64_t max_ctx, int RT, int tpr, int nH, int nKV, int D, void *stream) {
+  if (RT < 1) return 0;
+  if (D > QK_MAX_D || rd > D || rd % 2 != 0 || tpr < 1) return -1;
+  qk_prepare_kernel<<<dim3((unsigned)(nH + nKV), (unsigned)RT), 128, 0, as_stream(stream)>>>(
       qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q, kcache, vcache,
-      max_ctx, nH, nKV, D);
+      max_ctx, nH, nKV, D, tpr);
+  return launch_ok();
+}
+
+int mc_conv_spec(float *win, const float *x, int64_t ldx, const float *w, const float *bias,
+                 const int *a, float *out, int R, int T, int64_t C, int K, void *stream) {
+  if (R < 1) return 0;
+  if (T < 1 || K < 1 || K - 1 + T > MC_CONV_SPEC_MAX) return -1;
+  conv_spec_kernel<<<dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0,
+                     as_stream(stream)>>>(win, x, ldx, w, bias, a, out, T, C, K);
   return launch_ok();
 }
 

@@ -37,6 +37,17 @@ int mc_conv_step(float *win /* [R][K-1][C] */, const float *x /* [R][ldx] */, in
                  const float *w /* [C][K] */, const float *bias /* [C] or NULL */,
                  float *out /* [R][C] */, int R, int64_t C, int K, void *stream);
 
+/* Spec rounds (docs/gpu-runtime.md, "Spec configurations"): token row r T + j is draft j of
+ * state row r. out[r T + j][c] = silu(sum_{k<K} w[c][k] e[j + k] (+ bias[c])) with e the row's
+ * window [K-1] followed by x[r T .. r T + T - 1][c] (conv_silu over a [K-1+T] window, n = T);
+ * then win[r] advances by a[r] (device [R], 0..T; 0 leaves it): it holds e[a .. a+K-2].
+ * K - 1 + T <= MC_CONV_SPEC_MAX. */
+#define MC_CONV_SPEC_MAX 80
+int mc_conv_spec(float *win /* [R][K-1][C] */, const float *x /* [R*T][ldx] */, int64_t ldx,
+                 const float *w /* [C][K] */, const float *bias /* [C] or NULL */,
+                 const int *a /* [R] */, float *out /* [R*T][C] */, int R, int T, int64_t C,
+                 int K, void *stream);
+
 /* GDN inputs of the engine from the conv output cv [R][2 Hk dk + Hv dv] (q | k | v) and the
  * projections ba [R][ldba] (b at column b_off, a at a_off, Hv each):
  *   q[r][hk] = l2norm(q) * dk^-1/2, k[r][hk] = l2norm(k) (x / sqrtf(dot_f32(x, x) + 1e-6f)),
@@ -89,6 +100,16 @@ int mc_qk_prepare(const float *qkv /* [R][ldqkv] */, int64_t ldqkv, int gated,
                   float *vcache /* [R][max_ctx][nKV][D] */, int64_t max_ctx, int R, int nH,
                   int nKV, int D, void *stream);
 
+/* The same for RT token rows that share cache rows: token row r writes k and v at
+ * [r / tpr][pos[r]] (spec rounds: draft j of state row r / tpr at position pos[r]); tpr = 1 is
+ * mc_qk_prepare. */
+int mc_qk_prepare_t(const float *qkv /* [RT][ldqkv] */, int64_t ldqkv, int gated,
+                    const float *q_norm, const float *k_norm, const float *rope_cos,
+                    const float *rope_sin, int rd, float eps, const int *pos /* [RT] */,
+                    float *q /* [RT][nH][D] */, float *kcache /* [RT/tpr][max_ctx][nKV][D] */,
+                    float *vcache /* [RT/tpr][max_ctx][nKV][D] */, int64_t max_ctx, int RT,
+                    int tpr, int nH, int nKV, int D, void *stream);
+
 /* Split-K attention decode: o[r][h] = softmax_j(q . k_j / sqrt(D)) v_j over j <= pos[r], GQA
  * (head h reads kv head h / (nH / nKV)); gated: o *= sigmoid(gate) with the gates at column
  * nH*D of qkv. Chunks of MC_ATTN_CHUNK positions; the grid is sized for max_ctx and chunks past
@@ -99,6 +120,13 @@ int mc_attn_decode(const float *q /* [R][nH][D] */, const float *kcache, const f
                    const int *pos /* [R] */, int64_t max_ctx, const float *gate_src /* qkv or NULL */,
                    int64_t ldgate, float *part_ml, float *part_acc, float *o /* [R][nH][D] */,
                    int R, int nH, int nKV, int D, void *stream);
+
+/* The same for RT token rows reading cache row r / tpr over j <= pos[r] (tpr = 1:
+ * mc_attn_decode). Scratch part_ml [RT][nH][nchunk][2], part_acc [RT][nH][nchunk][D]. */
+int mc_attn_decode_t(const float *q /* [RT][nH][D] */, const float *kcache, const float *vcache,
+                     const int *pos /* [RT] */, int64_t max_ctx, const float *gate_src,
+                     int64_t ldgate, float *part_ml, float *part_acc, float *o /* [RT][nH][D] */,
+                     int RT, int tpr, int nH, int nKV, int D, void *stream);
 
 /* act[r][i] = silu(gu[r][i]) * gu[r][I + i] (SwiGLU; gu = gate | up) or, relu2, with gu = up:
  * act = max(up, 0)^2. */
@@ -160,6 +188,16 @@ int mc_row_stats_launch(const float *logits /* [R][V] */, int R, int64_t V,
 int mc_row_metrics_launch(const float *logits /* [R][V] */, const mc_row_stats *stats /* [R] */,
                           const int64_t *target /* [K] */, int R, int K, int64_t V,
                           mc_row_metrics *out /* [R] */, void *stream);
+
+/* Spec rounds: out[i] for token row i against the reference row ref_row[i] of the reference
+ * ring (ref_logits [*][V] with their ref_stats, stored from the reference's own rows): nll
+ * against target[i], kl, dp, top1 exactly as a configuration row of mc_row_metrics_launch (the
+ * same device code). stats [RT] of logits from mc_row_stats_launch. */
+int mc_spec_metrics_launch(const float *logits /* [RT][V] */, const mc_row_stats *stats /* [RT] */,
+                           const float *ref_logits /* [*][V] */,
+                           const mc_row_stats *ref_stats /* [*] */, const int *ref_row /* [RT] */,
+                           const int64_t *target /* [RT] */, int RT, int64_t V,
+                           mc_row_metrics *out /* [RT] */, void *stream);
 
 #ifdef __cplusplus
 }

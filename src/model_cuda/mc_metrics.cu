@@ -69,24 +69,22 @@ row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stat
   if (t == 0) stats[r] = mc_row_stats{(float)log(vsum[0]), mx, (int32_t)vidx[0], 1};
 }
 
-__global__ void __launch_bounds__(MET_THREADS)
-row_metrics_kernel(const float *logits /* [R][V] */, const mc_row_stats *stats /* [R] */,
-                   const int64_t *target /* [K] */, int K, int64_t V,
-                   mc_row_metrics *out /* [R] */) {
-  __shared__ double ksum[MET_THREADS];
-  const int r = blockIdx.x, t = threadIdx.x, k = r % K;
-  const mc_row_stats sr = stats[r], sk = stats[k];
-  const float *x = logits + (int64_t)r * V, *xr = logits + (int64_t)k * V; /* [V] each */
-  const int64_t tg = target[k];
+/* One configuration or reference row's metrics (block of MET_THREADS threads): x with its
+ * stats sr against the reference row xr with sk (is_ref: x is the reference, nll only), target
+ * tg. Shared by the lockstep rows and the spec rounds, so both compute the same bits. */
+__device__ void metrics_row(const float *x /* [V] */, mc_row_stats sr, const float *xr /* [V] */,
+                            mc_row_stats sk, int64_t tg, int is_ref, int64_t V,
+                            mc_row_metrics *out, double *ksum /* shared [MET_THREADS] */) {
+  const int t = threadIdx.x;
   mc_row_metrics o = {0.0f, 0.0f, 0.0f, 1, sr.finite, sr.argmax};
   if (!sr.finite) {
-    if (t == 0) out[r] = mc_row_metrics{0.0f, 0.0f, 0.0f, 0, 0, sr.argmax};
+    if (t == 0) *out = mc_row_metrics{0.0f, 0.0f, 0.0f, 0, 0, sr.argmax};
     return;
   }
   const float lc_t = (x[tg] - sr.max) - sr.lse;
   o.nll = -lc_t;
-  if (r < K || !sk.finite) {
-    if (t == 0) out[r] = o;
+  if (is_ref || !sk.finite) {
+    if (t == 0) *out = o;
     return;
   }
   double kl = 0.0;
@@ -108,8 +106,29 @@ row_metrics_kernel(const float *logits /* [R][V] */, const mc_row_stats *stats /
     o.kl = (float)ksum[0];
     o.dp = expf(lc_t) - expf(lref_t);
     o.top1 = sr.argmax == sk.argmax;
-    out[r] = o;
+    *out = o;
   }
+}
+
+__global__ void __launch_bounds__(MET_THREADS)
+row_metrics_kernel(const float *logits /* [R][V] */, const mc_row_stats *stats /* [R] */,
+                   const int64_t *target /* [K] */, int K, int64_t V,
+                   mc_row_metrics *out /* [R] */) {
+  __shared__ double ksum[MET_THREADS];
+  const int r = blockIdx.x, k = r % K;
+  metrics_row(logits + (int64_t)r * V, stats[r], logits + (int64_t)k * V, stats[k], target[k],
+              r < K, V, &out[r], ksum);
+}
+
+__global__ void __launch_bounds__(MET_THREADS)
+spec_metrics_kernel(const float *logits /* [RT][V] */, const mc_row_stats *stats /* [RT] */,
+                    const float *ref_logits /* [*][V] */, const mc_row_stats *ref_stats /* [*] */,
+                    const int *ref_row /* [RT] */, const int64_t *target /* [RT] */, int64_t V,
+                    mc_row_metrics *out /* [RT] */) {
+  __shared__ double ksum[MET_THREADS];
+  const int i = blockIdx.x, k = ref_row[i];
+  metrics_row(logits + (int64_t)i * V, stats[i], ref_logits + (int64_t)k * V, ref_stats[k],
+              target[i], 0, V, &out[i], ksum);
 }
 
 }  // namespace
@@ -127,5 +146,15 @@ extern "C" int mc_row_metrics_launch(const float *logits, const mc_row_stats *st
   if (R < 1 || K < 1) return 0;
   row_metrics_kernel<<<(unsigned)R, MET_THREADS, 0, as_stream(stream)>>>(logits, stats, target,
                                                                          K, V, out);
+  return launch_ok();
+}
+
+extern "C" int mc_spec_metrics_launch(const float *logits, const mc_row_stats *stats,
+                                      const float *ref_logits, const mc_row_stats *ref_stats,
+                                      const int *ref_row, const int64_t *target, int RT,
+                                      int64_t V, mc_row_metrics *out, void *stream) {
+  if (RT < 1) return 0;
+  spec_metrics_kernel<<<(unsigned)RT, MET_THREADS, 0, as_stream(stream)>>>(
+      logits, stats, ref_logits, ref_stats, ref_row, target, V, out);
   return launch_ok();
 }

@@ -22,61 +22,12 @@
 #include "src/io/errbuf.h"
 #include "src/model_cuda/mc_fit.h"
 #include "src/model_cuda/mc_model.h"
+#include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
-namespace {
-
-struct mc_block {
-  int kind, layer;
-  float *norm;            /* [H] pre-norm */
-  /* GEMM weights (w_in, w_out, router, fc1, fc2, sh_in, sh_down): fp32 or bf16 elements, as the
-   * model's GEMM precision (mc_model.prec) says */
-  void *w_in;             /* [in_rows][H] concatenated input projection */
-  int64_t in_rows;
-  void *w_out;            /* [H][out_cols] output projection (MLP: down) */
-  int64_t out_cols;
-  float *conv_w;          /* [conv_dim][K] SSM blocks */
-  float *conv_b;          /* [conv_dim] Mamba-2 with conv bias, else NULL */
-  float *A_log, *dt_bias; /* [heads] SSM blocks */
-  float *D;               /* [Hm] Mamba-2 */
-  float *vnorm;           /* GDN [dv]; Mamba-2 [d_inner] (per group slices) */
-  float *q_norm, *k_norm; /* [head_dim] Qwen attention, else NULL */
-  /* MoE blocks (w_in, w_out unused) */
-  void *router;           /* [router_rows][H]: E router rows, then Qwen's shared-expert gate row */
-  int64_t router_rows;
-  float *corr_bias;       /* [E] Nemotron-H, else NULL */
-  float *e_gate;          /* [E][I][Din] Qwen, else NULL */
-  float *e_up;            /* [E][I][Din] */
-  float *e_down;          /* [E][Din][I] */
-  void *fc1, *fc2;        /* [latent][H], [H][latent] or NULL */
-  void *sh_in;            /* [sh_rows][H] shared expert: [gate | up] (Qwen) or up, or NULL */
-  int64_t sh_rows, Is;    /* 2 Is or Is; 0 without a shared expert */
-  void *sh_down;          /* [H][Is] */
-  int64_t Din;            /* expert input width: latent, or H */
-};
-
-int64_t conv_channels(const model_config *c, int kind) {
-  if (kind == BK_GDN) return 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv;
-  return c->m_heads * c->m_head_dim + 2 * c->m_groups * c->m_state;
-}
-
-}  // namespace
-
-struct mc_model {
-  const model *cpu;
-  float *embed;      /* [V][H]: the real vocabulary's rows only (model_config.h: V <= V_rows) */
-  float *final_norm; /* [H] */
-  void *lm_head;     /* [V][H] in the GEMM precision; == embed when tied and fp32 */
-  mc_gemm_prec prec; /* GEMM weights and inputs: fp32, or bf16 with fp32 accumulation */
-  int nblocks;
-  mc_block *blocks;  /* [nblocks] host array of device pointers */
-  int64_t bytes;
-  int64_t max_in_rows, max_out_cols;
-  /* MoE maxima over the blocks (0 without MoE) */
-  int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
-};
+using namespace mcm;
 
 namespace {
 
@@ -352,69 +303,6 @@ extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
 
 /* ------------------------------------------------------------------ batch ------------------ */
 
-struct mc_batch {
-  const mc_model *g;
-  int C, K, R, Rpad;
-  int64_t max_ctx, pos;
-  ssm_config *cfgs;          /* [C] */
-  cudaStream_t stream;
-  cublasHandle_t blas;
-  void *blas_ws;             /* cuBLAS workspace (no allocation inside a step or a capture) */
-  __nv_bfloat16 *xb;         /* [Rpad][gemm_cols] bf16 GEMM input (bf16 models only, else NULL) */
-  int64_t gemm_cols;         /* the widest GEMM input (bf16 models) */
-  /* per block (NULL where the block has none) */
-  float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */
-  float **kc, **vc;          /* [nblocks] -> [R][max_ctx][nKV][D] */
-  ssm_cuda_state **eng;      /* [nblocks] -> [C] states of K rows each */
-  /* scratch */
-  float *h, *u, *y;          /* [Rpad][H] residual, normed input, block output */
-  float *proj;               /* [Rpad][max_in_rows] input projection */
-  float *act;                /* [Rpad][max_out_cols] input of the output projection */
-  float *cv;                 /* [R][max conv_dim] conv output */
-  float *e_alpha, *e_beta;   /* [R][max SSM heads] engine inputs */
-  float *e_v, *e_o;          /* [R][max H*dv] engine input v and output */
-  float *e_k, *e_q;          /* [R][max G*dk] */
-  float *aq;                 /* [R][nH][D] attention queries */
-  float *part_ml, *part_acc; /* split-K scratch (mc_attn_decode) */
-  float *logits;             /* [Rpad][V] */
-  float *rope_cos, *rope_sin;/* [max_ctx][rd/2], host-computed (bit-identical RoPE) */
-  /* MoE scratch (NULL without MoE blocks) */
-  float *mo_lg;              /* [Rpad][router_rows] router logits (+ shared gate) */
-  float *mo_scr;             /* [R][4][E] routing scratch */
-  int32_t *mo_idx;           /* [R][k] selected experts, ascending */
-  float *mo_wt;              /* [R][k] their weights */
-  float *mo_h;               /* [R][k][I] expert activations */
-  float *mo_y;               /* [R][k][Din] expert outputs */
-  float *mo_acc;             /* [Rpad][Din] routed sum */
-  float *mo_xl;              /* [Rpad][Din] latent input */
-  float *mo_sp, *mo_sa;      /* [Rpad][sh_rows], [Rpad][Is] shared expert */
-  float *mo_so;              /* [Rpad][H] shared expert output */
-  mc_row_stats *stats;       /* [R] */
-  mc_row_metrics *met;       /* [R] */
-  int64_t *tok, *tgt;        /* [R] tokens of the step, [K] targets */
-  int *pos_d;                /* [R] */
-  int64_t *h_tok;            /* host [R] */
-  int *h_pos;                /* host [R] */
-  int64_t dev_bytes;
-  int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
-  int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */
-  int graph_metrics;         /* whether the captured step computes the metrics */
-  cudaGraphExec_t gexec;     /* the captured step, or NULL */
-  /* RSSM_CUDA_PROFILE=1 (launched steps only): events around every block and its SSM engine
-   * calls, summed per block and printed on stderr by mc_batch_free; for finding where a step's
-   * time goes (docs/gpu-runtime.md), never on in a run of record */
-  /* The configurations' SSM engine calls of one layer are independent (own states, disjoint
-   * output rows) and each is a chain of small latency-bound kernels over K rows: they run
-   * concurrently on side streams, forked from and joined back into `stream` by events (a CUDA
-   * Graph captures the same fork/join). Same kernels, same inputs: the same bits. */
-  int nside;                 /* side streams in use (0: everything on `stream`) */
-  cudaStream_t side[MC_SIDE_STREAMS];
-  cudaEvent_t fork_ev, join_ev[MC_SIDE_STREAMS];
-  int prof;
-  cudaEvent_t *prof_ev;      /* [3 nblocks + 2]: block start, SSM start, SSM end; head end, step end */
-  double *prof_ms;           /* [2 nblocks + 2]: block, SSM part; head; host wall per step */
-  int64_t prof_steps;
-};
 
 namespace {
 
@@ -525,7 +413,8 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->e_o, b->e_k, b->e_q, b->aq, b->part_ml, b->part_acc, b->logits,
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
                 b->blas_ws, b->xb, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
-                b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so};
+                b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so, b->n_d, b->a_d,
+                b->ref_row_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -537,7 +426,12 @@ extern "C" void mc_batch_free(mc_batch *b) {
   if (b->nside) cudaEventDestroy(b->fork_ev);
   free(b->cfgs);
   free(b->h_tok);
+  free(b->h_tgt);
   free(b->h_pos);
+  free(b->rpos);
+  free(b->h_n);
+  free(b->h_a);
+  free(b->h_ref);
   free(b);
 }
 
@@ -547,7 +441,11 @@ typedef struct {
   int64_t need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols;
 } batch_sizes;
 
-static batch_sizes batch_sizes_of(const mc_model *g, int R, int Rp, int64_t max_ctx) {
+static int64_t rows_pad(int64_t R) { return (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE; }
+
+/* R state rows with T token rows each (scratch per token row, states per state row). */
+static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_ctx) {
+  const int64_t RT = (int64_t)R * T, Rp = rows_pad(RT);
   const model *m = g->cpu;
   const model_config *c = &m->cfg;
   const int nb = g->nblocks;
@@ -573,7 +471,9 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int Rp, int64_t max_
       need += 2 * R * max_ctx * kvd * F;
     }
   }
-  if (m->n_attn > 0) need += R * c->n_heads * nchunk * (2 + c->head_dim) * F + R * qd * F;
+  if (m->n_attn > 0) need += RT * c->n_heads * nchunk * (2 + c->head_dim) * F + RT * qd * F;
+  /* per token row: conv output, engine inputs and outputs, metrics (MoE scratch not counted) */
+  need += RT * (max_conv + 2 * max_heads + 2 * max_vd + 2 * max_gk) * F + RT * 64;
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16) need += Rp * gemm_cols * 2;
@@ -584,34 +484,41 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int Rp, int64_t max_
 /* need(R) and need(max_ctx) for mc_fit_largest */
 typedef struct {
   const mc_model *g;
-  int R;
+  int R, T;
   int64_t max_ctx;
 } fit_ctx;
 
-static int64_t rows_pad(int64_t R) { return (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE; }
-
 static int64_t need_of_rows(void *p, int64_t R) {
   const fit_ctx *f = (const fit_ctx *)p;
-  return batch_sizes_of(f->g, (int)R, (int)rows_pad(R), f->max_ctx).need;
+  return batch_sizes_of(f->g, (int)R, f->T, f->max_ctx).need;
 }
 
 static int64_t need_of_ctx(void *p, int64_t ctx) {
   const fit_ctx *f = (const fit_ctx *)p;
-  return batch_sizes_of(f->g, f->R, (int)rows_pad(f->R), ctx).need;
+  return batch_sizes_of(f->g, f->R, f->T, ctx).need;
 }
 
 extern "C" int64_t mc_batch_estimate(const mc_model *g, int R, int64_t max_ctx) {
-  return batch_sizes_of(g, R, (int)rows_pad(R), max_ctx).need;
+  return batch_sizes_of(g, R, 1, max_ctx).need;
+}
+
+extern "C" int64_t mc_batch_estimate_t(const mc_model *g, int R, int T, int64_t max_ctx) {
+  return batch_sizes_of(g, R, T < 1 ? 1 : T, max_ctx).need;
 }
 
 extern "C" int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t budget) {
-  fit_ctx f = {g, 0, max_ctx};
+  return mc_batch_rows_fit_t(g, 1, max_ctx, budget);
+}
+
+extern "C" int64_t mc_batch_rows_fit_t(const mc_model *g, int T, int64_t max_ctx,
+                                       int64_t budget) {
+  fit_ctx f = {g, 0, T < 1 ? 1 : T, max_ctx};
   const int64_t n = mc_fit_largest(need_of_rows, &f, 1, 65535, budget);
   return n < 0 ? 0 : n;
 }
 
 extern "C" int64_t mc_batch_ctx_fit(const mc_model *g, int R, int64_t budget) {
-  fit_ctx f = {g, R, 0};
+  fit_ctx f = {g, R, 1, 0};
   const int64_t n = mc_fit_largest(need_of_ctx, &f, 1, INT32_MAX, budget);
   return n < 0 ? 0 : n;
 }
@@ -640,9 +547,16 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   b->kc = (float **)calloc((size_t)nb + 1, sizeof(float *));
   b->vc = (float **)calloc((size_t)nb + 1, sizeof(float *));
   b->eng = (ssm_cuda_state **)calloc((size_t)nb + 1, sizeof(ssm_cuda_state *));
-  b->h_tok = (int64_t *)calloc((size_t)R, sizeof(int64_t));
-  b->h_pos = (int *)calloc((size_t)R, sizeof(int));
-  ok = ok && b->cfgs && b->conv_win && b->kc && b->vc && b->eng && b->h_tok && b->h_pos;
+  const int RT = R * b->T;
+  b->h_tok = (int64_t *)calloc((size_t)RT, sizeof(int64_t));
+  b->h_tgt = (int64_t *)calloc((size_t)RT, sizeof(int64_t));
+  b->h_pos = (int *)calloc((size_t)RT, sizeof(int));
+  b->rpos = (int64_t *)calloc((size_t)R, sizeof(int64_t));
+  b->h_n = (int *)calloc((size_t)R, sizeof(int));
+  b->h_a = (int *)calloc((size_t)R, sizeof(int));
+  b->h_ref = (int *)calloc((size_t)RT, sizeof(int));
+  ok = ok && b->cfgs && b->conv_win && b->kc && b->vc && b->eng && b->h_tok && b->h_pos &&
+       b->h_tgt && b->rpos && b->h_n && b->h_a && b->h_ref;
   if (ok && C > 1) {
     const int want_side = C < MC_SIDE_STREAMS ? C : MC_SIDE_STREAMS;
     ok = cudaEventCreateWithFlags(&b->fork_ev, cudaEventDisableTiming) == cudaSuccess;
@@ -667,8 +581,8 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   return ok;
 }
 
-/* b's per-step device buffers (rows, projections, logits, metrics, attention, RoPE tables, MoE).
- * Returns 1, or 0 when device memory ran out. */
+/* b's per-step device buffers (rows, projections, logits, metrics, attention, RoPE tables, MoE)
+ * for R token rows (b->R state rows times b->T). Returns 1, or 0 when device memory ran out. */
 static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K, int64_t max_ctx) {
   const mc_model *g = b->g;
   const model *m = g->cpu;
@@ -687,8 +601,9 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
        DALLOC(b, b->logits, Rp * V * F) == 0 &&
        DALLOC(b, b->stats, R * (int64_t)sizeof(mc_row_stats)) == 0 &&
        DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
-       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, K * 8) == 0 &&
-       DALLOC(b, b->pos_d, R * 4) == 0;
+       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
+       DALLOC(b, b->pos_d, R * 4) == 0 && DALLOC(b, b->n_d, b->R * 4) == 0 &&
+       DALLOC(b, b->a_d, b->R * 4) == 0 && DALLOC(b, b->ref_row_d, R * 4) == 0;
   if (ok && g->prec == MC_GEMM_BF16) {
     b->gemm_cols = gemm_cols;
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
@@ -782,31 +697,40 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
                               int K, uint64_t seed, const uint32_t *sequences, int64_t max_ctx,
                               char *err, size_t errlen) {
   *out = nullptr;
-  if (C < 1 || K < 1 || (int64_t)C * K > 65535 || max_ctx < 1 || max_ctx > INT32_MAX) {
-    rssm_fail(err, errlen,
-              "batch of %d configurations x %d windows, context %lld (expected at least "
-              "one of each, at most 65535 rows and 2^31 positions)",
-              C, K, (long long)max_ctx);
-    return RSSM_ERR_INPUT;
-  }
   for (int i = 0; i < C; i++)
     if (cfgs[i].strategy == SSM_SPEC) {
-      rssm_fail(err, errlen,
-                "configuration '%s': spec configurations are not supported on the GPU yet "
-                "(use --device cpu)",
-                cfgs[i].name);
+      /* spec configurations play rounds of T tokens: mc_batch_build_spec */
+      rssm_fail(err, errlen, "configuration '%s': a spec configuration needs a spec batch "
+                "(mc_batch_build_spec)", cfgs[i].name);
       return RSSM_ERR_INPUT;
     }
+  return mc_batch_build_t(out, g, cfgs, C, K, 1, seed, sequences, max_ctx, err, errlen);
+}
+
+int mc_batch_build_t(mc_batch **out, const mc_model *g, const ssm_config *cfgs, int C, int K,
+                     int T, uint64_t seed, const uint32_t *sequences, int64_t max_ctx, char *err,
+                     size_t errlen) {
+  *out = nullptr;
+  if (C < 1 || K < 1 || T < 1 || (int64_t)C * K * T > 65535 || max_ctx < 1 ||
+      max_ctx > INT32_MAX) {
+    rssm_fail(err, errlen,
+              "batch of %d configurations x %d windows x %d tokens per row, context %lld "
+              "(expected at least one of each, at most 65535 token rows and 2^31 positions)",
+              C, K, T, (long long)max_ctx);
+    return RSSM_ERR_INPUT;
+  }
   mc_batch *b = (mc_batch *)calloc(1, sizeof *b);
   if (!b) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
   b->g = g;
   b->C = C;
   b->K = K;
   b->R = C * K;
-  b->Rpad = (b->R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+  b->T = T;
+  b->RT = b->R * T;
+  b->Rpad = (int)rows_pad(b->RT);
   b->max_ctx = max_ctx;
   const int R = b->R, Rp = b->Rpad, nb = g->nblocks;
-  const batch_sizes z = batch_sizes_of(g, R, Rp, max_ctx);
+  const batch_sizes z = batch_sizes_of(g, R, T, max_ctx);
   const int64_t need = z.need;
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -815,7 +739,7 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
   }
   if (need > (int64_t)free_b) {
     /* name what would fit: rows at this length, and the length for these rows */
-    const int64_t rows_fit = mc_batch_rows_fit(g, max_ctx, (int64_t)free_b);
+    const int64_t rows_fit = mc_batch_rows_fit_t(g, T, max_ctx, (int64_t)free_b);
     const int64_t ctx_fit = mc_batch_ctx_fit(g, R, (int64_t)free_b);
     char msg[600];
     mc_fit_message(msg, sizeof msg, need, R, C, max_ctx, (int64_t)free_b, rows_fit, ctx_fit);
@@ -831,7 +755,7 @@ extern "C" int mc_batch_build(mc_batch **out, const mc_model *g, const ssm_confi
            RSSM_ERR_IO;
   }
   memcpy(b->cfgs, cfgs, (size_t)C * sizeof(ssm_config));
-  ok = batch_buffers(b, &z, R, Rp, K, max_ctx);
+  ok = batch_buffers(b, &z, b->RT, Rp, K, max_ctx);
   if (ok) {
     int rc = batch_layers(b, cfgs, C, K, seed, sequences, &z, max_ctx, &ok, err, errlen);
     if (rc != RSSM_OK) return rc;
@@ -859,13 +783,27 @@ extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
 
 namespace {
 
-/* The step's launches (mc_batch_step), no host synchronisation inside. Returns 0 or -1 with a
- * message naming the stage. */
+/* Configuration ci's SSM engine of block i on the layer's inputs: a standard step, or (spec
+ * batch) the verification of each row's n_d drafts (T, or 0: the row is left as it was) and the
+ * commit of its a_d, in one launch sequence (a is drawn on the host before the round). */
+int ssm_run(mc_batch *b, int i, int ci, const ssm_cuda_inputs *in, float *o) {
+  ssm_cuda_state *st = &b->eng[i][ci];
+  void *ss = ssm_stream(b, ci);
+  if (!b->spec) return ssm_cuda_step(st, in, nullptr, o, ss) != 0;
+  const int r0 = ci * b->K; /* first state row of configuration ci */
+  return ssm_cuda_verify_n(st, in, b->n_d + r0, nullptr, o, ss) != 0 ||
+         ssm_cuda_commit(st, b->a_d + r0, nullptr, ss) != 0;
+}
+
+/* The step's launches (mc_batch_step) or a spec round's (mc_batch_spec_round), no host
+ * synchronisation inside. Returns 0 or -1 with a message naming the stage. */
 int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const mc_model *g = b->g;
   const model *m = g->cpu;
   const model_config *c = &m->cfg;
-  const int R = b->R, K = b->K;
+  /* R token rows (R = b->R T); a spec batch's state row r owns token rows r T .. r T + T - 1 */
+  const int R = b->RT, K = b->K, T = b->T;
+  const int spec = b->spec;
   const int64_t H = c->H, V = c->V;
   const float eps = (float)c->eps;
   void *s = (void *)b->stream;
@@ -885,19 +823,20 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                   dv = (int)c->gdn_dv;
         const int64_t conv_dim = conv_channels(c, BK_GDN), vd = (int64_t)Hv * dv;
         const int64_t kd = (int64_t)Hk * dk;
-        rc = rc || mc_conv_step(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr, b->cv, R,
-                                conv_dim, (int)c->gdn_kernel, s);
+        rc = rc || (spec ? mc_conv_spec(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr,
+                                        b->a_d, b->cv, b->R, T, conv_dim, (int)c->gdn_kernel, s)
+                         : mc_conv_step(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr,
+                                        b->cv, R, conv_dim, (int)c->gdn_kernel, s));
         rc = rc || mc_gdn_prep(b->cv, b->proj, w->in_rows, conv_dim + vd, conv_dim + vd + Hv,
                                w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
                                b->e_beta, R, Hk, Hv, dk, dv, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
-          const int64_t r0 = (int64_t)ci * K;
+          const int64_t r0 = (int64_t)ci * K * T; /* first token row of configuration ci */
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hv, b->e_beta + r0 * Hv, b->e_v + r0 * vd,
                                 b->e_k + r0 * kd, b->e_q + r0 * kd};
-          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * vd,
-                             ssm_stream(b, ci)) != 0;
+          rc = ssm_run(b, i, ci, &in, b->e_o + r0 * vd);
         }
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
@@ -910,19 +849,21 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                   N = (int)c->m_state;
         const int64_t di = (int64_t)Hm * P, conv_dim = conv_channels(c, BK_MAMBA2),
                       gn = (int64_t)G * N;
-        rc = rc || mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w, w->conv_b,
-                                b->cv, R, conv_dim, (int)c->m_kernel, s);
+        rc = rc || (spec ? mc_conv_spec(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w,
+                                        w->conv_b, b->a_d, b->cv, b->R, T, conv_dim,
+                                        (int)c->m_kernel, s)
+                         : mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w,
+                                        w->conv_b, b->cv, R, conv_dim, (int)c->m_kernel, s));
         rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
                                   w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
                                   b->pos_d, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
-          const int64_t r0 = (int64_t)ci * K;
+          const int64_t r0 = (int64_t)ci * K * T;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hm, nullptr, b->e_v + r0 * di,
                                 b->e_k + r0 * gn, b->e_q + r0 * gn};
-          rc = ssm_cuda_step(&b->eng[i][ci], &in, nullptr, b->e_o + r0 * di,
-                             ssm_stream(b, ci)) != 0;
+          rc = ssm_run(b, i, ci, &in, b->e_o + r0 * di);
         }
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
@@ -934,14 +875,16 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       case BK_QATTN:
       case BK_NATTN: {
         const int gated = w->kind == BK_QATTN;
-        rc = rc || mc_qk_prepare(b->proj, w->in_rows, gated, w->q_norm, w->k_norm, b->rope_cos,
-                                 b->rope_sin, gated ? (int)c->rotary_dim : 0, eps, b->pos_d, b->aq,
-                                 b->kc[i], b->vc[i], b->max_ctx, R, (int)c->n_heads,
-                                 (int)c->n_kv_heads, (int)c->head_dim, s);
-        rc = rc || mc_attn_decode(b->aq, b->kc[i], b->vc[i], b->pos_d, b->max_ctx,
-                                  gated ? b->proj : nullptr, w->in_rows, b->part_ml, b->part_acc,
-                                  b->act, R, (int)c->n_heads, (int)c->n_kv_heads,
-                                  (int)c->head_dim, s);
+        /* spec: draft j of row r writes K/V at slot pos[r] + j of row r's cache (a rejected
+         * draft's slots are overwritten by the next round) and attends over 0..pos[r] + j */
+        rc = rc || mc_qk_prepare_t(b->proj, w->in_rows, gated, w->q_norm, w->k_norm, b->rope_cos,
+                                   b->rope_sin, gated ? (int)c->rotary_dim : 0, eps, b->pos_d,
+                                   b->aq, b->kc[i], b->vc[i], b->max_ctx, R, T, (int)c->n_heads,
+                                   (int)c->n_kv_heads, (int)c->head_dim, s);
+        rc = rc || mc_attn_decode_t(b->aq, b->kc[i], b->vc[i], b->pos_d, b->max_ctx,
+                                    gated ? b->proj : nullptr, w->in_rows, b->part_ml,
+                                    b->part_acc, b->act, R, T, (int)c->n_heads,
+                                    (int)c->n_kv_heads, (int)c->head_dim, s);
         break;
       }
       case BK_SWIGLU:
@@ -991,7 +934,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   rc = rc || gemm(b, g->lm_head, V, H, b->u, b->logits, V);
   if (want_metrics) {
     rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
-    rc = rc || mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s);
+    rc = rc || (spec ? mc_spec_metrics_launch(b->logits, b->stats, b->ring_lg, b->ring_st,
+                                              b->ref_row_d, b->tgt, R, V, b->met, s)
+                     : mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks + 1], b->stream);
   if (rc)
@@ -1026,6 +971,9 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                              float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
   const model_config *c = &b->g->cpu->cfg;
   const int R = b->R, K = b->K;
+  if (b->spec)
+    return rssm_fail(err, errlen, "a spec batch plays rounds (mc_batch_spec_round), not steps"),
+           RSSM_ERR_INPUT;
   if (b->pos >= b->max_ctx) {
     rssm_fail(err, errlen, "context full: position %lld of %lld", (long long)b->pos,
               (long long)b->max_ctx);
@@ -1108,6 +1056,10 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
   return RSSM_OK;
 }
 
+int mc_batch_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
+  return step_launches(b, want_metrics, err, errlen);
+}
+
 /* ------------------------------------------------------------------ row snapshots ---------- */
 
 namespace {
@@ -1128,7 +1080,9 @@ template <typename F> void row_pieces(const mc_batch *b, int r, F f) {
       f((unsigned char *)b->conv_win[i] + (int64_t)r * n, n, (ssm_cuda_state *)nullptr, 0);
       f((unsigned char *)nullptr, (int64_t)0, &b->eng[i][r / b->K], r % b->K);
     } else if (kind == BK_QATTN || kind == BK_NATTN) {
-      const int64_t n = b->pos * kvd * F32, row = b->max_ctx * kvd * F32;
+      /* K/V rows below the row's own position (a spec row's drafts above it are scratch) */
+      const int64_t rp = b->spec ? b->rpos[r] : b->pos;
+      const int64_t n = rp * kvd * F32, row = b->max_ctx * kvd * F32;
       f((unsigned char *)b->kc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
       f((unsigned char *)b->vc[i] + (int64_t)r * row, n, (ssm_cuda_state *)nullptr, 0);
     }
@@ -1151,7 +1105,7 @@ extern "C" int mc_batch_row_save(const mc_batch *b, int r, void *buf, char *err,
   if (r < 0 || r >= b->R) return rssm_fail(err, errlen, "row %d of %d", r, b->R), RSSM_ERR_INPUT;
   unsigned char *p = (unsigned char *)buf;
   memcpy(p, ROW_TAG, 8);
-  memcpy(p + 8, &b->pos, 8);
+  memcpy(p + 8, b->spec ? &b->rpos[r] : &b->pos, 8);
   p += 16;
   int ok = cudaStreamSynchronize(b->stream) == cudaSuccess;
   row_pieces(b, r, [&](unsigned char *dev, int64_t n, ssm_cuda_state *st, int row) {
@@ -1183,15 +1137,26 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
     return rssm_fail(err, errlen, "GPU row %d: position %lld outside [0, %lld)", r, (long long)pos,
                      (long long)b->max_ctx),
            RSSM_ERR_INPUT;
+  if (b->spec) {
+    /* spec rows carry their own positions */
+    const int64_t saved = b->rpos[r];
+    b->rpos[r] = pos;
+    if (len != mc_batch_row_bytes(b, r)) {
+      b->rpos[r] = saved;
+      return rssm_fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)",
+                       r, (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos),
+             RSSM_ERR_INPUT;
+    }
+  }
   const int64_t saved = b->pos;
-  b->pos = pos; /* the K/V sizes below depend on it */
+  if (!b->spec) b->pos = pos; /* the K/V sizes below depend on it */
   if (len != mc_batch_row_bytes(b, r)) {
     b->pos = saved;
     return rssm_fail(err, errlen, "GPU row %d: %lld bytes (expected %lld at position %lld)", r,
                      (long long)len, (long long)mc_batch_row_bytes(b, r), (long long)pos),
            RSSM_ERR_INPUT;
   }
-  if (b->loaded_rows > 0 && pos != saved) {
+  if (!b->spec && b->loaded_rows > 0 && pos != saved) {
     b->pos = saved;
     return rssm_fail(err, errlen,
                      "GPU row %d: position %lld, other rows are at %lld (rows advance "

@@ -10,7 +10,8 @@
  * glue kernels of mc_kernels.h, one ssm_cuda_step per (SSM block, configuration), split-K
  * attention), then the final norm and lm_head, and optionally the metrics against configuration 0
  * and the logits. Synchronous: it waits for the step (optionally one CUDA Graph launch).
- * Not supported yet, refused with a message: MoE blocks, spec configurations. */
+ * Spec configurations play rounds in their own batches (mc_batch_build_spec,
+ * mc_batch_spec_round; mc_spec.cu). */
 #ifndef RSSM_MODEL_CUDA_MC_MODEL_H
 #define RSSM_MODEL_CUDA_MC_MODEL_H
 
@@ -59,7 +60,7 @@ int64_t mc_model_bytes(const mc_model *g);
 mc_gemm_prec mc_model_prec(const mc_model *g);
 const char *mc_gemm_prec_name(mc_gemm_prec p); /* "fp32", "bf16" */
 
-/* cfgs [C]: the SSM strategy of each configuration (no spec); K windows with global ids
+/* cfgs [C]: the SSM strategy of each configuration (no spec: RSSM_ERR_INPUT); K windows with global ids
  * sequences [K] (seed stochastic rounding as on the CPU); max_ctx: positions the KV caches hold.
  * Refuses (RSSM_ERR_INPUT) a batch whose memory would exceed the device's free memory, naming
  * both. */
@@ -103,9 +104,52 @@ int mc_batch_row_save(const mc_batch *b, int r, void *buf /* [row_bytes] */, cha
 int mc_batch_row_load(mc_batch *b, int r, const void *buf /* [len] */, int64_t len, char *err,
                       size_t errlen);
 
+/* ---- spec configurations (mc_spec.cu; docs/gpu-runtime.md, "Spec configurations") ----------
+ * A spec batch: C spec configurations of one T times K windows, R = C K state rows (row
+ * c K + k), each with T token rows (draft j of row r is token row r T + j), every row at its
+ * own position (mc_batch_row_pos). max_ctx must hold a round's drafts past the last committed
+ * token: N + T for N steps. The reference ring holds the reference rows' logits and stats of the
+ * last `slots` steps of each window (slot step % slots), stored after every lockstep step; a
+ * round's metrics compare each draft with the ring entry of its step. */
+typedef struct mc_ref_ring mc_ref_ring;
+int mc_batch_build_spec(mc_batch **out, const mc_model *g, const ssm_config *cfgs /* [C] */,
+                        int C, int K, uint64_t seed, const uint32_t *sequences /* [K] */,
+                        int64_t max_ctx, char *err, size_t errlen);
+int mc_batch_tokens_per_row(const mc_batch *b); /* T of a spec batch, 1 for a lockstep batch */
+int mc_batch_is_spec(const mc_batch *b);
+int64_t mc_batch_row_pos(const mc_batch *b, int r); /* committed tokens of row r */
+/* mc_batch_estimate and mc_batch_rows_fit for R state rows of T token rows each */
+int64_t mc_batch_estimate_t(const mc_model *g, int R, int T, int64_t max_ctx);
+int64_t mc_batch_rows_fit_t(const mc_model *g, int T, int64_t max_ctx, int64_t budget);
+/* One spec round. drafts and targets host [R][T] (the T drafted tokens of each row and the
+ * token after each); accept host [R]: a in 1..T for a row that plays the round (it verifies its
+ * T drafts and commits the first a: conv window, SSM engine and position advance by a, K/V
+ * slots of rejected drafts are left to be overwritten), -1 for a row that sits it out (nothing
+ * of it changes). metrics host [R][T] or NULL: draft j of row r against the ring's entry of
+ * window r % K at step pos + j (meaningful for j < a). Synchronous. RSSM_ERR_INPUT for a bad
+ * request (a out of range, token id, context full), RSSM_ERR_IO for CUDA failures. */
+int mc_batch_spec_round(mc_batch *b, const mc_ref_ring *q, const int64_t *drafts /* [R][T] */,
+                        const int64_t *targets /* [R][T] */, const int *accept /* [R] */,
+                        mc_row_metrics *metrics /* [R][T] */, char *err, size_t errlen);
+/* The last round's logits, host [R T][V] (checks). */
+int mc_batch_spec_logits(const mc_batch *b, float *logits /* [R*T][V] */, char *err,
+                         size_t errlen);
+int mc_ref_ring_build(mc_ref_ring **out, const mc_model *g, int K, int slots, char *err,
+                      size_t errlen);
+void mc_ref_ring_free(mc_ref_ring *q);
+int64_t mc_ref_ring_bytes(int64_t K, int64_t slots, int64_t V); /* device bytes */
+/* Copy the reference rows (0..K-1) of lockstep batch b's last step into slot step % slots. */
+int mc_ref_ring_store(mc_ref_ring *q, const mc_batch *b, int64_t step, char *err,
+                      size_t errlen);
+/* Resume: one (window k, step) entry as host bytes [entry_bytes]; 0 or -1. */
+int64_t mc_ref_ring_entry_bytes(const mc_ref_ring *q);
+int mc_ref_ring_save(const mc_ref_ring *q, int k, int64_t step, void *buf);
+int mc_ref_ring_load(mc_ref_ring *q, int k, int64_t step, const void *buf);
+
 /* `replayssm logits --device cuda`: decode tok [N] as one row (sequence 0) under cfg and write
- * the logits [N][V]. RSSM_ERR_INPUT (exit status 2) without a usable device, for spec
- * configurations and unsupported blocks; RSSM_ERR_IO for device failures. */
+ * the logits [N][V] (a spec configuration in rounds, the accepted positions' logits, as the CPU
+ * command). RSSM_ERR_INPUT (exit status 2) without a usable device and for unsupported blocks;
+ * RSSM_ERR_IO for device failures. */
 int mc_logits_decode(const model *m, const ssm_config *cfg, uint64_t seed,
                      const int64_t *tok /* [N] */, int64_t N, float *out /* [N][V] */, char *err,
                      size_t errlen);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/model/dt_clamp.h"
+#include "src/model/layers.h"
 #include "src/model/metrics.h"
 #include "src/model/linalg.h"
 #include "src/model/moe_route.h"
@@ -139,14 +140,24 @@ void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *
                        const float *k_norm, const float *rope_cos, const float *rope_sin, int rd,
                        float eps, const int *pos, float *q, float *kcache, float *vcache,
                        int64_t max_ctx, int R, int nH, int nKV, int D) {
+  mc_ref_qk_prepare_t(qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q,
+                      kcache, vcache, max_ctx, R, 1, nH, nKV, D);
+}
+
+void mc_ref_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,
+                         const float *k_norm, const float *rope_cos, const float *rope_sin,
+                         int rd, float eps, const int *pos, float *q, float *kcache,
+                         float *vcache, int64_t max_ctx, int R, int tpr, int nH, int nKV,
+                         int D) {
   const int64_t qd = (int64_t)nH * D, kvd = (int64_t)nKV * D;
   const int64_t k_off = gated ? 2 * qd : qd, v_off = k_off + kvd;
   const int half = rd / 2;
   for (int r = 0; r < R; r++) {
     const float *src = qkv + r * ldqkv;                                 /* [ldqkv] */
     float *qr = q + r * qd;                                             /* [nH][D] */
-    float *kc = kcache + ((int64_t)r * max_ctx + pos[r]) * kvd;         /* [nKV][D] */
-    float *vc = vcache + ((int64_t)r * max_ctx + pos[r]) * kvd;         /* [nKV][D] */
+    const int64_t cr = r / tpr; /* the cache row of token row r */
+    float *kc = kcache + (cr * max_ctx + pos[r]) * kvd;                 /* [nKV][D] */
+    float *vc = vcache + (cr * max_ctx + pos[r]) * kvd;                 /* [nKV][D] */
     memcpy(qr, src, (size_t)qd * sizeof(float));
     memcpy(kc, src + k_off, (size_t)kvd * sizeof(float));
     memcpy(vc, src + v_off, (size_t)kvd * sizeof(float));
@@ -166,12 +177,19 @@ void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *
 void mc_ref_attn_decode(const float *q, const float *kcache, const float *vcache, const int *pos,
                         int64_t max_ctx, const float *gate_src, int64_t ldgate, float *o, int R,
                         int nH, int nKV, int D) {
+  mc_ref_attn_decode_t(q, kcache, vcache, pos, max_ctx, gate_src, ldgate, o, R, 1, nH, nKV, D);
+}
+
+void mc_ref_attn_decode_t(const float *q, const float *kcache, const float *vcache,
+                          const int *pos, int64_t max_ctx, const float *gate_src, int64_t ldgate,
+                          float *o, int R, int tpr, int nH, int nKV, int D) {
   const int64_t qd = (int64_t)nH * D, kvd = (int64_t)nKV * D, rep = nH / nKV;
   const float scale = (float)(1.0 / sqrt((double)D));
   float *sc = malloc((size_t)max_ctx * sizeof(float)); /* [max_ctx] scores of one head */
   if (!sc) return;
   for (int r = 0; r < R; r++) {
-    const float *kr = kcache + (int64_t)r * max_ctx * kvd, *vr = vcache + (int64_t)r * max_ctx * kvd;
+    const int64_t cr = r / tpr; /* the cache row of token row r */
+    const float *kr = kcache + cr * max_ctx * kvd, *vr = vcache + cr * max_ctx * kvd;
     for (int h = 0; h < nH; h++) {
       const int64_t kh = h / rep;
       const float *qh = q + r * qd + (int64_t)h * D; /* [D] */
@@ -311,4 +329,40 @@ void mc_ref_moe_shared_add(float *y, const float *sh, const float *gate_src, int
     const float gate = gate_src ? sigmoid_f(gate_src[r * ldg]) : 1.0f;
     for (int64_t i = 0; i < H; i++) y[r * H + i] = y[r * H + i] + gate * sh[r * H + i];
   }
+}
+
+void mc_ref_conv_spec(float *win, const float *x, int64_t ldx, const float *w, const float *bias,
+                      const int *a, float *out, int R, int T, int64_t C, int K) {
+  /* the CPU model's spec round: the window [K-1+T] of committed inputs then the drafts'
+   * (forward.c writes them at rows K-1..), conv_silu with n = T, model_commit's memmove */
+  float *ext = malloc((size_t)((K - 1 + T) * C) * sizeof(float)); /* [K-1+T][C] */
+  if (!ext) return;
+  for (int r = 0; r < R; r++) {
+    float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
+    memcpy(ext, wr, (size_t)((K - 1) * C) * sizeof(float));
+    for (int j = 0; j < T; j++)
+      memcpy(ext + (K - 1 + j) * C, x + ((int64_t)r * T + j) * ldx, (size_t)C * sizeof(float));
+    conv_silu(ext, w, bias, C, K, T, out + (int64_t)r * T * C);
+    if (a[r] > 0 && a[r] <= T)
+      memcpy(wr, ext + (int64_t)a[r] * C, (size_t)((K - 1) * C) * sizeof(float));
+  }
+  free(ext);
+}
+
+void mc_ref_spec_metrics(const float *logits, const float *ref_logits, const int *ref_row,
+                         const int64_t *target, int RT, int64_t V, mc_row_stats *stats,
+                         mc_row_metrics *out) {
+  /* each token row as configuration row 1 of a two-row batch whose row 0 is its reference */
+  float *pair = malloc((size_t)(2 * V) * sizeof(float)); /* [2][V] */
+  if (!pair) return;
+  for (int i = 0; i < RT; i++) {
+    mc_row_stats st[2];
+    mc_row_metrics m[2];
+    memcpy(pair, ref_logits + (int64_t)ref_row[i] * V, (size_t)V * sizeof(float));
+    memcpy(pair + V, logits + (int64_t)i * V, (size_t)V * sizeof(float));
+    mc_ref_row_metrics(pair, &target[i], 2, 1, V, st, m);
+    stats[i] = st[1];
+    out[i] = m[1];
+  }
+  free(pair);
 }

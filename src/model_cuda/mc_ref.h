@@ -40,6 +40,24 @@ void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *
 void mc_ref_attn_decode(const float *q, const float *kcache, const float *vcache, const int *pos,
                         int64_t max_ctx, const float *gate_src, int64_t ldgate, float *o, int R,
                         int nH, int nKV, int D);
+/* tpr token rows per cache row (mc_qk_prepare_t, mc_attn_decode_t); tpr = 1: the above. */
+void mc_ref_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,
+                         const float *k_norm, const float *rope_cos, const float *rope_sin,
+                         int rd, float eps, const int *pos, float *q, float *kcache,
+                         float *vcache, int64_t max_ctx, int R, int tpr, int nH, int nKV, int D);
+void mc_ref_attn_decode_t(const float *q, const float *kcache, const float *vcache,
+                          const int *pos, int64_t max_ctx, const float *gate_src, int64_t ldgate,
+                          float *o, int R, int tpr, int nH, int nKV, int D);
+/* mc_conv_spec: the CPU model's conv over [K-1+T] rows (conv_silu, n = T), then its commit. */
+void mc_ref_conv_spec(float *win /* [R][K-1][C] */, const float *x /* [R*T][ldx] */, int64_t ldx,
+                      const float *w /* [C][K] */, const float *bias, const int *a /* [R] */,
+                      float *out /* [R*T][C] */, int R, int T, int64_t C, int K);
+/* mc_spec_metrics_launch: token row i as a configuration row against ref_logits[ref_row[i]]
+ * (mc_ref_row_metrics of the pair); stats [RT] of the token rows. */
+void mc_ref_spec_metrics(const float *logits /* [RT][V] */, const float *ref_logits /* [*][V] */,
+                         const int *ref_row /* [RT] */, const int64_t *target /* [RT] */, int RT,
+                         int64_t V, mc_row_stats *stats /* [RT] */,
+                         mc_row_metrics *out /* [RT] */);
 void mc_ref_swiglu(const float *gu, float *act, int R, int64_t I);
 void mc_ref_relu2(const float *up, float *act, int R, int64_t I);
 void mc_ref_add(float *h, const float *y, int64_t n);

@@ -17,6 +17,14 @@
 #    statistically for quantised states); then on $DEVICE: a run killed after block 3 and
 #    resumed, two shards merged, and a run replayed from CUDA Graphs, each bit-identical to the
 #    plain $DEVICE run.
+# 4. spec configurations (issue 19) on both fixtures and both trained models (data/models/*):
+#    `spec L=16 T=4 ckpt=fp32 accept=uniform` (the fp32 control) and `spec L=16 T=8 hp=fp32
+#    lp=nvfp4 accept=geom:0.7` beside the reference and a standard configuration: CPU against
+#    $DEVICE (compare_runs.py; the control's mean KL at most 1e-10 on both devices), then on
+#    $DEVICE a killed-and-resumed run and two merged shards, each bit-identical to the plain run;
+#    a bad spec request (T > L) gets one line and exit 2, and (cuda only) a batch that does not
+#    fit in the device memory (RSSM_TEST_CUDA_FREE_BYTES pretends the free memory) names how
+#    many rows fit, exit 2.
 set -u
 BIN=${BIN:-.devrun/bin}
 OUT=${OUT:-/tmp/rssm-gpu}
@@ -36,11 +44,12 @@ if [ "$DEV" = cuda ]; then
   check quant "$BIN/gpu_check_quant"
   check kernels "$BIN/gpu_check_mc_kernels"
   check forward "$BIN/gpu_check_mc_forward" tests/fixtures 64
+  check spec-kernels "$BIN/gpu_check_mc_spec"
 fi
 
-logits_vs_golden() { # FIXTURE
-  local f=$1 rc=0
-  "$BIN/replayssm" logits --device "$DEV" --model "tests/fixtures/$f" \
+logits_vs_golden() { # FIXTURE [CONFIG]
+  local f=$1 rc=0 cfg=${2:-conventional state=fp32}
+  "$BIN/replayssm" logits --device "$DEV" --model "tests/fixtures/$f" --config "$cfg" \
     --tokens "tests/fixtures/$f/tokens.npy" --out "$OUT/$f.logits.npy" 2> "$OUT/$f.logits.err" || rc=$?
   [ $rc -eq 0 ] || { cat "$OUT/$f.logits.err"; return 1; }
   "$PY" - "$OUT/$f.logits.npy" "tests/fixtures/$f/ref_logits.npy" <<'EOF'
@@ -53,6 +62,10 @@ EOF
 }
 for f in qwen3_5_text qwen3_5_vl qwen3_next nemotron_h qwen3_5_moe nemotron_h_moe; do
   check "logits-$f" logits_vs_golden "$f"
+done
+# a spec configuration's accepted positions (the fp32 control) against the same goldens
+for f in qwen3_5_text nemotron_h; do
+  check "logits-spec-$f" logits_vs_golden "$f" "spec L=16 T=4 ckpt=fp32 accept=uniform"
 done
 
 killed_then_resumed() { # INI OUT
@@ -99,5 +112,67 @@ EOF
     --out "$OUT/$f.graph.h5" --quiet
   check "graph-$f-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.graph.h5" --exact
 done
+kl_floor() { # H5 CONFIG BOUND: mean kl of CONFIG at most BOUND
+  "$PY" - "$@" <<'EOF'
+import sys, h5py, numpy as np
+kl = h5py.File(sys.argv[1], "r")[f"configs/{sys.argv[2]}/kl"][:].astype(np.float64)
+m = float(np.mean(kl))
+print(f"{sys.argv[2]}: mean kl {m:.3g} (<= {sys.argv[3]}), max {float(kl.max()):.3g}")
+sys.exit(0 if np.isfinite(m) and m <= float(sys.argv[3]) else 1)
+EOF
+}
+refused() { # EXPECTED-TEXT COMMAND...: exit status 2 with one line on stderr naming it
+  local want=$1 rc=0; shift
+  "$@" > "$OUT/refused.out" 2> "$OUT/refused.err" || rc=$?
+  cat "$OUT/refused.err"
+  [ $rc -eq 2 ] || { echo "exit status $rc (expected 2)"; return 1; }
+  [ "$(wc -l < "$OUT/refused.err")" -eq 1 ] || { echo "expected one line on stderr"; return 1; }
+  grep -q -- "$want" "$OUT/refused.err" || { echo "expected '$want' in the message"; return 1; }
+}
+
+for m in tests/fixtures/qwen3_5_text tests/fixtures/nemotron_h data/models/qwen35-gdn-tiny \
+         data/models/nemotronh-m2-tiny; do
+  f=spec-$(basename "$m")
+  ini="$OUT/$f.ini"
+  cat > "$ini" <<EOF
+model = $PWD/$m
+tokens = $PWD/$m/tokens.npy
+steps = 200
+sequences = 2
+seed = 5
+block = 32
+checkpoint_every = 64
+
+[config speccontrol]
+spec = spec L=16 T=4 ckpt=fp32 accept=uniform
+
+[config std]
+spec = replay L=16 hp=fp32 lp=nvfp4
+
+[config specsplit]
+spec = spec L=16 T=8 hp=fp32 lp=nvfp4 accept=geom:0.7
+EOF
+  rm -f "$OUT/$f".*.h5 "$OUT/$f".*.h5.*
+  check "$f-cpu" "$BIN/replayssm" run "$ini" --device cpu --out "$OUT/$f.cpu.h5" --quiet
+  check "$f-$DEV" "$BIN/replayssm" run "$ini" --device "$DEV" --out "$OUT/$f.dev.h5" --quiet
+  check "$f-agree" "$PY" tests/gpu/compare_runs.py "$OUT/$f.cpu.h5" "$OUT/$f.dev.h5" --fp32 speccontrol
+  check "$f-floor-cpu" kl_floor "$OUT/$f.cpu.h5" speccontrol 1e-10
+  check "$f-floor-$DEV" kl_floor "$OUT/$f.dev.h5" speccontrol 1e-10
+  check "$f-resume" killed_then_resumed "$ini" "$OUT/$f.kill.h5"
+  check "$f-resume-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.kill.h5" --exact
+  check "$f-shards" sharded "$ini" "$OUT/$f.merged.h5"
+  check "$f-shards-exact" "$PY" tests/gpu/compare_runs.py "$OUT/$f.dev.h5" "$OUT/$f.merged.h5" --exact
+done
+
+bad="$OUT/spec-bad.ini"
+sed 's/spec L=16 T=8 hp=fp32/spec L=4 T=8 hp=fp32/' "$OUT/spec-qwen3_5_text.ini" > "$bad"
+check spec-refuses-T-over-L refused "T=8 > L=4" "$BIN/replayssm" run "$bad" --device "$DEV" \
+  --out "$OUT/spec-bad.h5" --quiet --force
+if [ "$DEV" = cuda ]; then
+  check spec-refuses-oom refused "rows fit" env RSSM_TEST_CUDA_FREE_BYTES=100000 \
+    "$BIN/replayssm" run "$OUT/spec-qwen3_5_text.ini" --device cuda --out "$OUT/spec-oom.h5" \
+    --quiet --force
+fi
+
 echo "$fail failed check(s); files in $OUT"
 exit $fail
