@@ -40,7 +40,7 @@ static int int_list(const char *text, int64_t lo, int64_t hi, int64_t *out) {
     long long v = strtoll(p, &end, 10);
     if (end == p || errno || v < lo || v > hi || n == BA_MAX_LIST) return -1;
     out[n++] = v;
-    if (*end == ',') p = end + 1;
+    if (*end == ',' && end[1] != '\0') p = end + 1; /* "1024," is an error, not a list of one */
     else if (*end == '\0') p = end;
     else return -1;
   }

@@ -110,12 +110,15 @@ static void reference64(ck_inputs *c) {
         if (sc[j] < mn) mn = sc[j];
         if (a * scale > eps) eps = a * scale;
       }
-      for (int j = 0; j <= ck_pos[r]; j++) sum += exp(sc[j] - mx);
+      for (int j = 0; j <= ck_pos[r]; j++) {
+        sc[j] = exp(sc[j] - mx); /* the weights from here on */
+        sum += sc[j];
+      }
       c->relb_s[r * c->nH + h] = 4.0 * (c->D / 8 + 8) * u * eps + 4.0 * (mx - mn) * u;
       for (int d = 0; d < c->D; d++) {
         double o = 0.0;
         for (int j = 0; j <= ck_pos[r]; j++)
-          o += exp(sc[j] - mx) * c->vc[((int64_t)r * CK_CTX + j) * c->kvd + (int64_t)kh * c->D + d];
+          o += sc[j] * c->vc[((int64_t)r * CK_CTX + j) * c->kvd + (int64_t)kh * c->D + d];
         o /= sum;
         if (c->gated) o *= 1.0 / (1.0 + exp(-(double)c->gate[r * c->ld + c->qd + (int64_t)h * c->D + d]));
         c->o64[r * c->qd + (int64_t)h * c->D + d] = o;
