@@ -208,6 +208,28 @@ __device__ inline bool block_split(const Args &a, int r, int64_t *j0, int *n) {
   return true;
 }
 
+/* Where a block of variants 2-4 works: its split (n positions from j0), this thread's lane group
+ * and place in it, its first head and the offset of its first K/V row (kv head blockIdx.y of
+ * cache row cache_row[r], position j0; position j0 + j at + j kvd floats). */
+struct Place {
+  int n, group, sub;
+  int64_t head0, row0, kvd;
+};
+template <int D, int REP> __device__ inline bool block_place(const Args &a, Place *pl) {
+  using G = Geo<D>;
+  const int kh = blockIdx.y, r = blockIdx.z;
+  int64_t j0;
+  if (!block_split(a, r, &j0, &pl->n)) return false;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  pl->group = warp * G::PPW + lane / G::LP;
+  pl->sub = lane % G::LP;
+  const int64_t cr = a.cache_row ? a.cache_row[r] : r;
+  pl->kvd = (int64_t)a.nKV * D;
+  pl->head0 = (int64_t)r * a.nH + (int64_t)kh * REP;
+  pl->row0 = (cr * a.max_ctx + j0) * pl->kvd + (int64_t)kh * D;
+  return true;
+}
+
 }  // namespace attn_lab
 
 /* Launchers of the variant files (attn_lab_v2.cu, attn_lab_v3.cu); 0, -1 launch error, -2 no

@@ -19,19 +19,12 @@ __global__ void __launch_bounds__(WARPS * 32)
 stream_kernel(Args a) {
   using G = Geo<D>;
   __shared__ FinishSmem<D, REP> S;
-  const int kh = blockIdx.y, r = blockIdx.z;
-  int64_t j0;
-  int n;
-  if (!block_split(a, r, &j0, &n)) return; /* past pos[r]: the combine never reads it */
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = warp * G::PPW + lane / G::LP, sub = lane % G::LP;
-  const int64_t cr = a.cache_row ? a.cache_row[r] : r;
-  const int64_t kvd = (int64_t)a.nKV * D;
-  const int64_t head0 = (int64_t)r * a.nH + (int64_t)kh * REP;
-  const int64_t row0 = (cr * a.max_ctx + j0) * kvd + (int64_t)kh * D;
-  const float4 *kb = reinterpret_cast<const float4 *>(a.kcache + row0); /* position j: + j kvd/4 */
-  const float4 *vb = reinterpret_cast<const float4 *>(a.vcache + row0);
-  const int64_t stride4 = kvd / 4;
+  Place pl;
+  if (!block_place<D, REP>(a, &pl)) return; /* past pos[r]: the combine never reads it */
+  const int n = pl.n, group = pl.group, sub = pl.sub;
+  const float4 *kb = reinterpret_cast<const float4 *>(a.kcache + pl.row0); /* position j: + j kvd/4 */
+  const float4 *vb = reinterpret_cast<const float4 *>(a.vcache + pl.row0);
+  const int64_t stride4 = pl.kvd / 4, head0 = pl.head0;
   Acc<D, REP> A;
   acc_init<D, REP>(A, a.q + head0 * D, sub);
 

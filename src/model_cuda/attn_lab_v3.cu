@@ -56,17 +56,11 @@ cpasync_kernel(Args a) {
   __shared__ FinishSmem<D, REP> S;
   extern __shared__ float4 tiles4[]; /* [STAGES][2][TP][D] floats (float4: 16-byte aligned) */
   float *tiles = reinterpret_cast<float *>(tiles4);
-  const int kh = blockIdx.y, r = blockIdx.z;
-  int64_t j0;
-  int n;
-  if (!block_split(a, r, &j0, &n)) return;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = warp * G::PPW + lane / G::LP, sub = lane % G::LP;
-  const int64_t cr = a.cache_row ? a.cache_row[r] : r;
-  const int64_t kvd = (int64_t)a.nKV * D;
-  const int64_t head0 = (int64_t)r * a.nH + (int64_t)kh * REP;
-  const int64_t row0 = (cr * a.max_ctx + j0) * kvd + (int64_t)kh * D;
-  const float *kb = a.kcache + row0, *vb = a.vcache + row0; /* [n][kvd] from here */
+  Place pl;
+  if (!block_place<D, REP>(a, &pl)) return;
+  const int n = pl.n, group = pl.group, sub = pl.sub;
+  const int64_t kvd = pl.kvd, head0 = pl.head0;
+  const float *kb = a.kcache + pl.row0, *vb = a.vcache + pl.row0; /* [n][kvd] from here */
   Acc<D, REP> A;
   acc_init<D, REP>(A, a.q + head0 * D, sub);
 
