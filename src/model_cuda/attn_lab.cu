@@ -41,15 +41,25 @@ extern "C" int attn_lab_decode(int variant, const float *q, const float *kcache,
                                int64_t max_ctx, const float *gate_src, int64_t ldgate,
                                float *scratch, float *o, int R, int nH, int nKV, int D, int nsplit,
                                void *stream) {
+  const int64_t chunks = variant == ATTN_LAB_SHIPPED ? (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK
+                                                     : nsplit;
+  float *acc = scratch + (size_t)(R > 0 ? R : 0) * nH * chunks * 2;
+  return attn_lab_decode_parts(variant, q, kcache, vcache, pos, cache_row, max_ctx, gate_src,
+                               ldgate, scratch, acc, o, R, nH, nKV, D, nsplit, stream);
+}
+
+extern "C" int attn_lab_decode_parts(int variant, const float *q, const float *kcache,
+                                     const float *vcache, const int *pos, const int *cache_row,
+                                     int64_t max_ctx, const float *gate_src, int64_t ldgate,
+                                     float *part_ml, float *part_acc, float *o, int R, int nH,
+                                     int nKV, int D, int nsplit, void *stream) {
   if (R < 1) return 0;
   if (nKV < 1 || nH % nKV != 0 || R > 65535) return -2;
   cudaStream_t s = mc::as_stream(stream);
   if (variant == ATTN_LAB_SHIPPED) {
     if (cache_row) return -2; /* the shipped kernel reads cache row r */
-    const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
-    float *ml = scratch, *acc = scratch + (size_t)R * nH * nchunk * 2;
-    return mc_attn_decode(q, kcache, vcache, pos, max_ctx, gate_src, ldgate, ml, acc, o, R, nH,
-                          nKV, D, stream);
+    return mc_attn_decode(q, kcache, vcache, pos, max_ctx, gate_src, ldgate, part_ml, part_acc, o,
+                          R, nH, nKV, D, stream);
   }
   if (!attn_lab_shape_ok(nH, nKV, D) || nsplit < 1) return -2;
   attn_lab::Args a;
@@ -59,8 +69,8 @@ extern "C" int attn_lab_decode(int variant, const float *q, const float *kcache,
   a.pos = pos;
   a.cache_row = cache_row;
   a.max_ctx = max_ctx;
-  a.part_ml = scratch;
-  a.part_acc = scratch + (size_t)R * nH * nsplit * 2;
+  a.part_ml = part_ml;
+  a.part_acc = part_acc;
   a.nH = nH;
   a.nKV = nKV;
   a.nsplit = nsplit;

@@ -71,6 +71,17 @@ int attn_lab_decode(int variant, const float *q /* [R][nH][D] */,
                     const float *gate_src /* [R][ldgate] or NULL */, int64_t ldgate,
                     float *scratch /* [attn_lab_scratch_floats] */, float *o /* [R][nH][D] */,
                     int R, int nH, int nKV, int D, int nsplit, void *stream);
+/* The same with the two scratch arrays apart, as mc_model.cu allocates them for mc_attn_decode:
+ * part_ml [R][nH][chunks][2], part_acc [R][nH][chunks][D] (chunks as attn_lab_scratch_floats);
+ * the form the winner is called in once it replaces mc_attn_decode's body. */
+int attn_lab_decode_parts(int variant, const float *q /* [R][nH][D] */,
+                          const float *kcache /* [Rc][max_ctx][nKV][D] */,
+                          const float *vcache /* [Rc][max_ctx][nKV][D] */, const int *pos /* [R] */,
+                          const int *cache_row /* [R] or NULL */, int64_t max_ctx,
+                          const float *gate_src /* [R][ldgate] or NULL */, int64_t ldgate,
+                          float *part_ml /* [R][nH][chunks][2] */,
+                          float *part_acc /* [R][nH][chunks][D] */, float *o /* [R][nH][D] */,
+                          int R, int nH, int nKV, int D, int nsplit, void *stream);
 #endif
 
 #ifdef __cplusplus
