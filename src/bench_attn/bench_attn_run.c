@@ -49,14 +49,9 @@ static int ok(cudaError_t e, const char *what) {
   return 0;
 }
 
+/* The next point (ba_run sizes the list for every point of the options); NULL when full. */
 static ba_point *add_point(ba_points *ps) {
-  if (ps->n == ps->cap) {
-    int cap = ps->cap ? 2 * ps->cap : 64;
-    ba_point *q = realloc(ps->p, (size_t)cap * sizeof *q);
-    if (!q) return NULL;
-    ps->p = q;
-    ps->cap = cap;
-  }
+  if (ps->n == ps->cap) return NULL;
   ba_point *x = &ps->p[ps->n++];
   memset(x, 0, sizeof *x);
   return x;
@@ -285,6 +280,13 @@ int ba_run(const ba_options *o) {
   int nshapes = 0, rc = 0;
   const ba_shape *all = ba_shapes(&nshapes);
   ba_points ps = {NULL, 0, 0};
+  for (int i = 0; i < o->nshapes; i++) /* one point per (shape, rows, position, variant) at most */
+    ps.cap += (o->nrows ? o->nrows : all[o->shapes[i]].nrows) * o->npositions * o->nvariants;
+  ps.p = calloc((size_t)ps.cap, sizeof *ps.p);
+  if (!ps.p) {
+    cli_error(CMD, "out of host memory");
+    return 1;
+  }
   for (int i = 0; i < o->nshapes; i++) {
     const ba_shape *s = &all[o->shapes[i]];
     const int *rows = o->nrows ? o->rows : s->rows;
