@@ -44,6 +44,7 @@
 #include "src/bench_kernels/ssm_check.h"
 #include "src/bench_kernels/targets.h"
 #include "src/io/cli_opts.h"
+#include "src/model_cuda/mc_bandwidth.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
 #include "src/ssm_cuda/ssm_cuda.h"
@@ -302,10 +303,10 @@ static int wl_build(workload *w, const char *cfg_text, const ssm_dims *d, int B,
   w->in.k = p + 2 * nH + nV;
   w->in.q = p + 2 * nH + nV + nK;
   /* the ranges of the first timings (decays 0.9 .. 0.9999, small keys): states stay bounded */
-  int rc = bench_fill_uniform(p, nH, 1, timing_alpha_lo, timing_alpha_hi, w->s) | bench_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
-           bench_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
-           bench_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
-           bench_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
+  int rc = mc_fill_uniform(p, nH, 1, timing_alpha_lo, timing_alpha_hi, w->s) | mc_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
+           mc_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
+           mc_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
+           mc_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
   int *a = malloc((size_t)B * sizeof *a);
   if (!a) return -1;
   for (int b = 0; b < B; b++) a[b] = accept;
@@ -889,43 +890,6 @@ static int report_targets(const results *rs, const options *o, int print) {
  * Copy bandwidth
  * --------------------------------------------------------------------------------------------- */
 
-static double copy_bandwidth(int iters, double *kernel_gbps, double *memcpy_gbps) {
-  const size_t bytes = (size_t)1 << 30;
-  void *a = NULL, *b = NULL;
-  cudaStream_t s = NULL;
-  cudaEvent_t e0 = NULL, e1 = NULL;
-  double best = -1.0;
-  double *ms = malloc((size_t)iters * sizeof *ms);
-  if (!ms || !cuda_ok(cudaMalloc(&a, bytes), "copy buffer") || !cuda_ok(cudaMalloc(&b, bytes), "copy buffer") ||
-      !cuda_ok(cudaMemset(a, 1, bytes), "memset") || !cuda_ok(cudaStreamCreate(&s), "stream") ||
-      !cuda_ok(cudaEventCreate(&e0), "event") || !cuda_ok(cudaEventCreate(&e1), "event"))
-    goto done;
-  for (int way = 0; way < 2; way++) {
-    for (int it = -3; it < iters; it++) {
-      cudaEventRecord(e0, s);
-      int rc = way == 0 ? bench_copy_kernel(b, a, bytes, s)
-                        : (cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess);
-      cudaEventRecord(e1, s);
-      if (rc != 0 || !cuda_ok(cudaEventSynchronize(e1), "copy")) goto done;
-      float t = 0.0f;
-      cudaEventElapsedTime(&t, e0, e1);
-      if (it >= 0) ms[it] = t;
-    }
-    double g = 2.0 * (double)bytes / (median(ms, iters) * 1e6);
-    if (way == 0) *kernel_gbps = g;
-    else *memcpy_gbps = g;
-    if (g > best) best = g;
-  }
-done:
-  free(ms);
-  if (a) cudaFree(a);
-  if (b) cudaFree(b);
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (s) cudaStreamDestroy(s);
-  return best;
-}
-
 /* ------------------------------------------------------------------------------------------------
  * Output files
  * --------------------------------------------------------------------------------------------- */
@@ -1215,8 +1179,11 @@ int bench_kernels_main(int argc, char **argv) {
   printf("replayssm bench kernels: %s, %d SMs, %.0f MiB, L2 %d MiB, driver %d, runtime %d; %s\n", prop.name,
          prop.multiProcessorCount, (double)prop.totalGlobalMem / 1048576.0, prop.l2CacheSize >> 20, drv, rtv, date);
   double kg = 0.0, mg = 0.0;
-  double copy = copy_bandwidth(o.iters < 10 ? 10 : o.iters, &kg, &mg);
-  if (copy <= 0.0) return 1;
+  double copy = mc_copy_bandwidth(o.iters < 10 ? 10 : o.iters, &kg, &mg);
+  if (copy <= 0.0) {
+    cli_error(CMD, "CUDA error while measuring the copy bandwidth (1 GiB device to device)");
+    return 1;
+  }
   printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
          kg, mg, copy);
   printf("timing: median of %d graph replays after %d warm-up; checks on %d rows\n", o.iters, o.warmup,

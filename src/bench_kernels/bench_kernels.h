@@ -13,13 +13,8 @@ extern "C" {
  * or a CUDA error, 2 bad usage or no CUDA device (one line on stderr). Only built with CUDA. */
 int bench_kernels_main(int argc, char **argv);
 
-/* Device helpers of the benchmark (bench_device.cu). */
-
-/* dst = src (bytes, a multiple of 16, both 16-byte aligned) with a grid-stride float4 kernel. */
-int bench_copy_kernel(void *dst, const void *src, size_t bytes, void *stream);
-
-/* x[i] = lo + (hi - lo) u_i with u_i uniform in (0, 1) from a hash of (salt, i), on the device. */
-int bench_fill_uniform(float *x, size_t n, unsigned salt, float lo, float hi, void *stream);
+/* The copy bandwidth and the device fill are src/model_cuda/mc_bandwidth.h (shared with
+ * `bench attention`). */
 
 #ifdef __cplusplus
 }

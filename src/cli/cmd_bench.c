@@ -8,6 +8,7 @@
 #include "src/io/cli_opts.h"
 #include "src/cli/commands.h"
 
+#include "src/bench_attn/bench_attn.h"
 #ifdef RSSM_HAVE_CUDA
 #include "src/bench_kernels/bench_kernels.h"
 #endif
@@ -16,14 +17,15 @@ static void print_help(FILE *f) {
   fprintf(f,
           "usage: replayssm bench kernels [options]   GPU SSM kernels on the paper's shapes\n"
           "       replayssm bench e2e [options]       end-to-end decoding\n"
+          "       replayssm bench attention [options] attention decode against the position\n"
           "       replayssm bench SUBCOMMAND --help\n"
           "\n"
-          "Both need a CUDA device; see docs/bench-kernels.md.\n");
+          "All need a CUDA device; see docs/bench-kernels.md and docs/bench-attention.md.\n");
 }
 
 int cmd_bench(int argc, char **argv) {
   if (argc < 2) {
-    cli_error("bench", "missing subcommand (expected kernels or e2e; see replayssm bench --help)");
+    cli_error("bench", "missing subcommand (expected kernels, e2e or attention; see replayssm bench --help)");
     return 2;
   }
   const char *sub = argv[1];
@@ -53,6 +55,7 @@ int cmd_bench(int argc, char **argv) {
     return 2;
 #endif
   }
-  cli_error("bench", "unknown subcommand '%s' (expected kernels or e2e)", sub);
+  if (strcmp(sub, "attention") == 0) return bench_attn_main(argc - 1, argv + 1); /* docs/bench-attention.md */
+  cli_error("bench", "unknown subcommand '%s' (expected kernels, e2e or attention)", sub);
   return 2;
 }

@@ -1,0 +1,28 @@
+/* The reference bandwidth of the benchmarks ("% of copy"): a 1 GiB device-to-device copy timed
+ * with CUDA events, by a float4 grid-stride kernel and by cudaMemcpyAsync, reads + writes; and
+ * a device fill for large random timing inputs. Shared by `bench kernels` and `bench attention`
+ * (src/bench_kernels, src/bench_attn: one layer up, so the helpers live here). CUDA builds only. */
+#ifndef RSSM_MODEL_CUDA_MC_BANDWIDTH_H
+#define RSSM_MODEL_CUDA_MC_BANDWIDTH_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst = src (bytes, a multiple of 16, both 16-byte aligned) with a grid-stride float4 kernel. */
+int mc_copy_kernel(void *dst, const void *src, size_t bytes, void *stream);
+
+/* x[i] = lo + (hi - lo) u_i with u_i uniform in (0, 1) (never 0 or 1) from a hash of (salt, i),
+ * on the device. */
+int mc_fill_uniform(float *x, size_t n, unsigned salt, float lo, float hi, void *stream);
+
+/* Median over `iters` (after 3 warm-up) of each way of copying 1 GiB: *kernel_gbps and
+ * *memcpy_gbps (2 x bytes / time); returns the larger, or -1 on a CUDA error (nothing printed). */
+double mc_copy_bandwidth(int iters, double *kernel_gbps, double *memcpy_gbps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
