@@ -1,7 +1,7 @@
 /* Attention-decode lab (issue 18; docs/bench-attention.md): variants of the split-K decode of
  * mc_attn_decode (mc_kernels.h) designed for the bytes, timed against the copy bandwidth by
  * `replayssm bench attention` and checked against mc_ref_attn_decode by gpu_check_attn_lab.
- * The winner is swapped into mc_attn.cu afterwards (DEVICE_READY.txt says how); until then
+ * The winner is swapped into mc_attn.cu afterwards (docs/bench-attention.md says how); until then
  * nothing of the model runtime calls this file.
  *
  * Variants (all fp32, --fmad=false, expf as the CUDA runtime gives it):
