@@ -4,9 +4,10 @@
  * the largest position), then every variant checked (bench_attn_check.h; a failing or refusing
  * variant is not timed), then one allocation of K and V for R rows up to the largest position,
  * filled on the device with uniform(-1, 1) (never 0), and per position P (every row at pos = P - 1)
- * each variant: warm-up launches, then reps launches each preceded by a write of 2 x L2 bytes
+ * each variant: warm-up launches, then reps launches each preceded by a read of 2 x L2 bytes
  * (outside the timed interval: K and V never start in L2, as in a model step where the other
- * layers ran in between), timed with CUDA events; the median is reported.
+ * layers ran in between; a read, not a memset, so that no dirty lines are left whose write-back
+ * would fall inside the timed interval), timed with CUDA events; the median is reported.
  *
  * Byte model per step: K and V of every row up to P, 2 R P nKV D 4, plus q and out (and the
  * gates when gated), R nH D 4 each. The partial sums the split kernels write and the combine
@@ -61,7 +62,7 @@ static ba_point *add_point(ba_points *ps) {
 typedef struct {
   float *q, *kc, *vc, *gate, *scratch, *out; /* [R][nH][D], [R][Pmax][nKV][D] x 2, [R][2 nH D], ..., [R][nH][D] */
   int *pos;                                  /* [R] */
-  void *flush;                               /* [flush_bytes] */
+  void *flush;                               /* [flush_bytes] zeros, then one float: the read's sink */
   size_t flush_bytes;
   cudaEvent_t e0, e1;
 } ba_bufs;
@@ -96,7 +97,8 @@ static int alloc_bufs(ba_bufs *b, const ba_shape *s, int R, int64_t Pmax, size_t
       !ok(cudaMalloc((void **)&b->scratch, scratch_floats * 4), "allocation") ||
       !ok(cudaMalloc((void **)&b->out, R * qd * 4), "allocation") ||
       !ok(cudaMalloc((void **)&b->pos, (size_t)R * sizeof(int)), "allocation") ||
-      !ok(cudaMalloc(&b->flush, b->flush_bytes), "allocation") || !ok(cudaEventCreate(&b->e0), "event") ||
+      !ok(cudaMalloc(&b->flush, b->flush_bytes + 16), "allocation") ||
+      !ok(cudaMemset(b->flush, 0, b->flush_bytes + 16), "allocation") || !ok(cudaEventCreate(&b->e0), "event") ||
       !ok(cudaEventCreate(&b->e1), "event"))
     return 1;
   if (mc_fill_uniform(b->q, R * qd, 11, -1.0f, 1.0f, NULL) || mc_fill_uniform(b->kc, cache, 12, -1.0f, 1.0f, NULL) ||
@@ -114,7 +116,10 @@ static double time_variant(ba_bufs *b, const ba_shape *s, int R, int64_t Pmax, i
   const int64_t ld = 2 * (int64_t)s->nH * s->D;
   double med = -1.0;
   for (int it = -o->warmup; it < o->reps; it++) {
-    if (!ok(cudaMemsetAsync(b->flush, it & 0xff, b->flush_bytes, NULL), "L2 flush")) goto done;
+    if (mc_read_kernel(b->flush, b->flush_bytes, (float *)((char *)b->flush + b->flush_bytes), NULL) != 0) {
+      cli_error(CMD, "CUDA error in the L2 flush (launch)");
+      goto done;
+    }
     cudaEventRecord(b->e0, NULL);
     int rc = attn_lab_decode(variant, b->q, b->kc, b->vc, b->pos, NULL, Pmax, s->gated ? b->gate : NULL, ld,
                              b->scratch, b->out, R, s->nH, s->nKV, s->D, nsplit, NULL);

@@ -14,6 +14,11 @@ extern "C" {
 /* dst = src (bytes, a multiple of 16, both 16-byte aligned) with a grid-stride float4 kernel. */
 int mc_copy_kernel(void *dst, const void *src, size_t bytes, void *stream);
 
+/* Reads src (bytes, a multiple of 16, 16-byte aligned) and stores nothing to *sink unless the data
+ * sums to an impossible value: an L2 flush before a timed read that leaves no dirty lines (a
+ * memset's would be written back during the timed interval). */
+int mc_read_kernel(const void *src, size_t bytes, float *sink, void *stream);
+
 /* x[i] = lo + (hi - lo) u_i with u_i uniform in (0, 1) (never 0 or 1) from a hash of (salt, i),
  * on the device. */
 int mc_fill_uniform(float *x, size_t n, unsigned salt, float lo, float hi, void *stream);
