@@ -1177,6 +1177,9 @@ extern "C" int mc_batch_row_load(mc_batch *b, int r, const void *buf, int64_t le
       p += n;
     }
   });
+  /* a pageable H2D cudaMemcpy may return before its DMA lands, and the steps run on
+   * non-blocking streams, which the legacy stream does not order: wait for the row */
+  ok = ok && cudaDeviceSynchronize() == cudaSuccess;
   if (!ok)
     return rssm_fail(err, errlen, "GPU row %d: upload failed (%s)", r,
                      cudaGetErrorString(cudaGetLastError())),

@@ -82,7 +82,9 @@ extern "C" int mc_ref_ring_build(mc_ref_ring **out, const mc_model *g, int K, in
            cudaMalloc(&q->st, n * sizeof(mc_row_stats)) == cudaSuccess &&
            /* zero stats read as "not finite": a slot never stored gives no metric */
            cudaMemset(q->st, 0, n * sizeof(mc_row_stats)) == cudaSuccess &&
-           cudaMemset(q->lg, 0, n * (size_t)q->V * sizeof(float)) == cudaSuccess;
+           cudaMemset(q->lg, 0, n * (size_t)q->V * sizeof(float)) == cudaSuccess &&
+           /* the memsets ran on the legacy stream, which does not order q->stream's copies */
+           cudaDeviceSynchronize() == cudaSuccess;
   if (!ok) {
     mc_ref_ring_free(q);
     return rssm_fail(err, errlen, "out of device memory for the reference ring (%d x %d x %lld "
@@ -138,10 +140,13 @@ static int ring_io(const mc_ref_ring *q, int k, int64_t step, void *buf, int to_
   const int64_t row = (int64_t)k * q->slots + step % q->slots;
   unsigned char *p = (unsigned char *)buf;
   const size_t lb = (size_t)q->V * sizeof(float);
+  /* a pageable H2D cudaMemcpy may return before its DMA lands, and the rounds that read the
+   * ring run on non-blocking streams: wait for it */
   if (to_device)
     return cudaMemcpy(q->lg + row * q->V, p, lb, cudaMemcpyHostToDevice) == cudaSuccess &&
                    cudaMemcpy(q->st + row, p + lb, sizeof(mc_row_stats),
-                              cudaMemcpyHostToDevice) == cudaSuccess
+                              cudaMemcpyHostToDevice) == cudaSuccess &&
+                   cudaDeviceSynchronize() == cudaSuccess
                ? 0
                : -1;
   return cudaMemcpy(p, q->lg + row * q->V, lb, cudaMemcpyDeviceToHost) == cudaSuccess &&
