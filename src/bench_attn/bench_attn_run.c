@@ -257,30 +257,17 @@ static int write_json(const char *path, const ba_points *ps, const char *device,
 
 int ba_run(const ba_options *o) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* a run cut short keeps every finished line */
-  int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev < 1) {
-    cli_error(CMD, "no CUDA device (cudaGetDeviceCount: %s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 2;
-  }
   struct cudaDeviceProp prop;
-  if (!ok(cudaGetDeviceProperties(&prop, 0), "device properties")) return 1;
-  time_t now = time(NULL);
   char date[64], dev[300];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+  const int drc = mc_bench_device(CMD, &prop, date, sizeof date);
+  if (drc != 0) return drc;
   snprintf(dev, sizeof dev, "%s", prop.name);
   for (char *p = dev; *p; p++)
     if (*p == '"' || *p == '\\') *p = ' ';
   printf("replayssm bench attention: %s, %d SMs, %.0f MiB, L2 %d MiB; %s\n", prop.name, prop.multiProcessorCount,
          (double)prop.totalGlobalMem / 1048576.0, prop.l2CacheSize >> 20, date);
-  double kg = 0.0, mg = 0.0;
-  const double copy = mc_copy_bandwidth(10, &kg, &mg);
-  if (copy <= 0.0) {
-    cli_error(CMD, "CUDA error while measuring the copy bandwidth (1 GiB device to device)");
-    return 1;
-  }
-  printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
-         kg, mg, copy);
+  const double copy = mc_bench_copy_line(CMD, 10);
+  if (copy <= 0.0) return 1;
   printf("timing: median of %d launches after %d warm-up, L2 flushed before each\n", o->reps, o->warmup);
   int nshapes = 0, rc = 0;
   const ba_shape *all = ba_shapes(&nshapes);

@@ -1162,30 +1162,17 @@ int bench_kernels_main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc < 0) return 0; /* --help */
   if (rc != 0) return rc;
-  int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev < 1) {
-    cli_error(CMD, "no CUDA device (cudaGetDeviceCount: %s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 2;
-  }
   struct cudaDeviceProp prop;
-  if (!cuda_ok(cudaGetDeviceProperties(&prop, 0), "device properties")) return 1;
-  time_t now = time(NULL);
   char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+  rc = mc_bench_device(CMD, &prop, date, sizeof date);
+  if (rc != 0) return rc;
   int drv = 0, rtv = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rtv);
   printf("replayssm bench kernels: %s, %d SMs, %.0f MiB, L2 %d MiB, driver %d, runtime %d; %s\n", prop.name,
          prop.multiProcessorCount, (double)prop.totalGlobalMem / 1048576.0, prop.l2CacheSize >> 20, drv, rtv, date);
-  double kg = 0.0, mg = 0.0;
-  double copy = mc_copy_bandwidth(o.iters < 10 ? 10 : o.iters, &kg, &mg);
-  if (copy <= 0.0) {
-    cli_error(CMD, "CUDA error while measuring the copy bandwidth (1 GiB device to device)");
-    return 1;
-  }
-  printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; reference %.1f GB/s\n",
-         kg, mg, copy);
+  const double copy = mc_bench_copy_line(CMD, o.iters < 10 ? 10 : o.iters);
+  if (copy <= 0.0) return 1;
   printf("timing: median of %d graph replays after %d warm-up; checks on %d rows\n", o.iters, o.warmup,
          o.check_batch);
   fflush(stdout);

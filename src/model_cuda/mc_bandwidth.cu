@@ -7,6 +7,13 @@
 
 #include "src/model_cuda/mc_bandwidth.h"
 
+#include <cstdio>
+#include <ctime>
+
+extern "C" {
+#include "src/io/cli_opts.h"
+}
+
 namespace {
 
 /* Grid-stride copy, 16 bytes per thread per iteration: the reference for "% of copy bandwidth"
@@ -112,4 +119,35 @@ done:
   if (e1) cudaEventDestroy(e1);
   if (s) cudaStreamDestroy(s);
   return best;
+}
+
+extern "C" int mc_bench_device(const char *cmd, struct cudaDeviceProp *prop, char *date,
+                               size_t datelen) {
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess || ndev < 1) {
+    cli_error(cmd, "no CUDA device (cudaGetDeviceCount: %s)",
+              e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 2;
+  }
+  e = cudaGetDeviceProperties(prop, 0);
+  if (e != cudaSuccess) {
+    cli_error(cmd, "CUDA error: device properties: %s", cudaGetErrorString(e));
+    return 1;
+  }
+  time_t now = time(NULL);
+  strftime(date, datelen, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+  return 0;
+}
+
+extern "C" double mc_bench_copy_line(const char *cmd, int iters) {
+  double kg = 0.0, mg = 0.0;
+  const double copy = mc_copy_bandwidth(iters, &kg, &mg);
+  if (copy <= 0.0) {
+    cli_error(cmd, "CUDA error while measuring the copy bandwidth (1 GiB device to device)");
+    return -1.0;
+  }
+  printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; "
+         "reference %.1f GB/s\n", kg, mg, copy);
+  return copy;
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <cuda_runtime_api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,16 @@ int mc_fill_uniform(float *x, size_t n, unsigned salt, float lo, float hi, void 
 /* Median over `iters` (after 3 warm-up) of each way of copying 1 GiB: *kernel_gbps and
  * *memcpy_gbps (2 x bytes / time); returns the larger, or -1 on a CUDA error (nothing printed). */
 double mc_copy_bandwidth(int iters, double *kernel_gbps, double *memcpy_gbps);
+
+/* The benchmarks' start: device 0's properties into *prop and the time now (UTC) into date.
+ * Returns 0; 2 with one line (cli_error of cmd) when there is no CUDA device; 1 with one line
+ * when its properties cannot be read. */
+int mc_bench_device(const char *cmd, struct cudaDeviceProp *prop, char *date /* [datelen] */,
+                    size_t datelen);
+
+/* The copy bandwidth as both benchmarks print it (one line: kernel, cudaMemcpy and the larger, the
+ * reference), or one line (cli_error of cmd) and -1 on a CUDA error. */
+double mc_bench_copy_line(const char *cmd, int iters);
 
 #ifdef __cplusplus
 }
