@@ -1,0 +1,52 @@
+#!/bin/bash
+# Issue 17's missed targets need "the measured bound that stops it (bytes, issue slots or
+# latency, with numbers)": this profiles the kernels that `bench kernels --targets-only` times,
+# with Nsight Compute, so that each kernel's DRAM throughput, achieved occupancy, issue-slot use
+# and warp-stall reasons sit beside its time (docs/bench-kernels.md, "Why a target is missed").
+#
+#   OUT=DIR bash scripts/bench/kernels_profile.sh      # on the device, from the repository root
+#
+#   SHAPES=LIST   bench kernels shapes to profile (default qwen4b,nano: one GDN, one Mamba-2)
+#   LIMIT=S       seconds per shape (default 150)
+#   NCU=PATH      the ncu binary (default: ncu on PATH, else /usr/local/cuda/bin/ncu)
+#   COUNT=N       kernel launches profiled per shape (default 600: ncu replays each one ~40 times)
+#
+# Writes $OUT/profile-SHAPE.csv (the report through ncu --import --csv --page details: one row
+# per kernel launch and metric of the sections SpeedOfLight, Occupancy, LaunchStats,
+# WarpStateStats, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis), $OUT/profile-SHAPE.log
+# (ncu's and the bench's messages) and $OUT/profile.log; the bench runs one timed replay
+# per measurement (its timings are not the figures of record: ncu serialises and replays each
+# kernel). scripts/bench/kernels_profile_summary.py turns the CSVs into one line per kernel.
+set -u
+: "${OUT:?OUT must name the output folder}"
+export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
+BIN=.devrun/bin
+SHAPES=${SHAPES:-qwen4b,nano}
+LIMIT=${LIMIT:-150}
+NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+mkdir -p "$OUT"
+if [ ! -x "$NCU" ]; then
+  echo "kernels_profile: no ncu (looked on PATH and at /usr/local/cuda/bin/ncu)" | tee "$OUT/profile.log"
+  exit 2
+fi
+"$NCU" --version > "$OUT/profile.log" 2>&1
+rc_all=0
+for s in ${SHAPES//,/ }; do
+  # graph kernel nodes are profiled one by one (--graph-profiling node); the bench's CPU check
+  # runs first, on 3 rows, so its launches are profiled too (small grids, told apart by grid size)
+  timeout -s INT "$LIMIT" "$NCU" --graph-profiling node -f --export "$OUT/profile-$s" \
+    --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --launch-count "${COUNT:-600}" \
+    "$BIN/replayssm" bench kernels --targets-only --shapes "$s" --iters 1 --warmup 0 \
+    --check-batch 3 > "$OUT/profile-$s.log" 2>&1
+  rc=$?
+  # the report to CSV (the bench's own output stays in the log), then the report goes: it is
+  # large, and $OUT brings back at most 8 files
+  "$NCU" --import "$OUT/profile-$s.ncu-rep" --csv --page details > "$OUT/profile-$s.csv" \
+    2>> "$OUT/profile-$s.log" || rc=1
+  rm -f "$OUT/profile-$s.ncu-rep"
+  echo "kernels_profile: $s exit $rc, $(grep -c . "$OUT/profile-$s.csv") CSV lines" | tee -a "$OUT/profile.log"
+  [ "$rc" = 0 ] || rc_all=1
+done
+exit $rc_all
