@@ -508,7 +508,7 @@ static void micro_gemms(const weight_model *w, int R, micro_result *r) {
     return;
   }
   for (int p = 0; p < 2; p++) {
-    const int tile = mc_row_tile_for(w->gemm_floats * (p ? 2 : 4));
+    const int tile = mc_row_tile_for(w->gemm_floats * (p ? 2 : 4), p);
     const int64_t tiles = mc_rows_pad(R, tile) / tile;
     double total = 0, flops = 0;
     for (int i = 0; i < w->nshape && total >= 0; i++) {
@@ -887,7 +887,7 @@ static int e2e_dry_run(const e2e_ctx *ctx) {
   printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes; "
          "row tile %d (fp32 GEMMs), %d (bf16)\n",
          o.label, (double)model_random_floats(&dc) * 1e-9, (double)wm.gemm_floats * 1e-9,
-         wm.nshape, mc_row_tile_for(wm.gemm_floats * 4), mc_row_tile_for(wm.gemm_floats * 2));
+         wm.nshape, mc_row_tile_for(wm.gemm_floats * 4, 0), mc_row_tile_for(wm.gemm_floats * 2, 1));
   for (int pi = 0; pi < nprec; pi++)
     for (int ki = 0; ki < nK; ki++)
       for (int si = 0; si < nsets; si++) {
@@ -1214,11 +1214,11 @@ static int e2e_measure(e2e_ctx *ctx) {
            (double)mc_model_gemm_bytes(g) * 1e-9, mc_model_row_tile(g), now_s() - t0);
     /* the isolated GEMM timings pick their tile from the byte model's shapes: say so when that
      * is not the runtime's (the shapes of weights_of and the uploaded ones disagree) */
-    if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes))
+    if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16))
       fprintf(stderr, "replayssm " CMD ": warning: the runtime's row tile %d differs from the "
               "byte model's %d (GEMM weights %lld bytes uploaded, %lld modelled): the isolated "
               "GEMM timings are not the runtime's\n", mc_model_row_tile(g),
-              mc_row_tile_for(wm.gemm_floats * wbytes), (long long)mc_model_gemm_bytes(g),
+              mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16), (long long)mc_model_gemm_bytes(g),
               (long long)(wm.gemm_floats * wbytes));
     fflush(stdout);
 

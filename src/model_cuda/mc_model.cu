@@ -287,7 +287,8 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
     mc_model_free(g);
     return rc;
   }
-  g->row_tile = mc_row_tile_for(g->gemm_bytes); /* once per model: every batch's GEMM n */
+  /* once per model: every batch's GEMM n */
+  g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   *out = g;
   return RSSM_OK;
 }

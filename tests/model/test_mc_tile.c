@@ -9,19 +9,23 @@
 
 #include "src/model_cuda/mc_tile.h"
 
-Test(mc_tile, threshold_is_one_gib_of_gemm_weights) {
+Test(mc_tile, threshold_is_one_gib_of_fp32_gemm_weights) {
   const int64_t gib = (int64_t)1 << 30;
   cr_expect_eq(MC_ROW_TILE_SMALL_ABOVE_BYTES, gib);
-  cr_expect_eq(mc_row_tile_for(0), 64);
-  cr_expect_eq(mc_row_tile_for(gib), 64, "at the threshold: still the large tile");
-  cr_expect_eq(mc_row_tile_for(gib + 1), 16, "above it: the small tile");
+  cr_expect_eq(mc_row_tile_for(0, 0), 64);
+  cr_expect_eq(mc_row_tile_for(gib, 0), 64, "at the threshold: still the large tile");
+  cr_expect_eq(mc_row_tile_for(gib + 1, 0), 16, "above it: the small tile");
   /* the transformers fixtures and trained tiny models: kilobytes to a few megabytes */
-  cr_expect_eq(mc_row_tile_for(300 * 1024), 64);
-  cr_expect_eq(mc_row_tile_for((int64_t)40 << 20), 64);
+  cr_expect_eq(mc_row_tile_for(300 * 1024, 0), 64);
+  cr_expect_eq(mc_row_tile_for((int64_t)40 << 20, 0), 64);
   /* Qwen3.5-4B / Nemotron-3-Nano-4B: ~4.2 G GEMM weights, 16.8 GB fp32 and 8.4 GB bf16 */
   const int64_t floats_4b = 4200000000LL;
-  cr_expect_eq(mc_row_tile_for(4 * floats_4b), 16);
-  cr_expect_eq(mc_row_tile_for(2 * floats_4b), 16);
+  cr_expect_eq(mc_row_tile_for(4 * floats_4b, 0), 16);
+  cr_expect_eq(mc_row_tile_for(2 * floats_4b, 0), 16);
+  /* bf16 GEMMs keep 64 at every size: already weight-bandwidth-bound at 64 rows */
+  cr_expect_eq(mc_row_tile_for(2 * floats_4b, 1), 64);
+  cr_expect_eq(mc_row_tile_for(gib + 1, 1), 64);
+  cr_expect_eq(mc_row_tile_for(300 * 1024, 1), 64);
 }
 
 Test(mc_tile, padding_is_a_multiple_of_the_tile) {
