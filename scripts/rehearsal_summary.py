@@ -20,8 +20,12 @@ the RSSM_CUDA_MEMINFO=1 line, RSSM_BLOCK_TIMES=1 block lines, "@@ nvidia-smi", "
   position), i.e. t(N) = a N + b N^2 / 2 for N steps;
 - the projection to the paper's runs (W = 4 windows x N = 131072 steps, R = 9 rows per window):
   b scales with the rows (attention reads every row's KV cache), a does not (the GEMMs run on
-  64-row tiles whatever R <= 64 is), so per pass of w windows
+  tiles of the model's row tile whatever the rows of one tile are), so per pass of w windows
       T_pass(N, w) = a N + (w / w0) b N^2 / 2        (w0 = the measured windows, 1)
+  The row tile is the memory line's "GEMM row tile" (16 for the 4B models; 64 in logs from
+  before it was printed): a pass of more rows than one tile (9 w > 16) pays the GEMMs once per
+  tile, so there the 1-H200 projection is a lower bound (only a's GEMM part grows; the log
+  does not split a)
   on one H200 the passes hold at most floor(rows_fit_131072 / 9) windows each; on 8 H200s each
   window runs on its own GPU (--shard k/4), so T8 = T_pass(N, 1) (4 GPUs busy);
 - the control (replay L=16 ckpt=fp32): its mean and max KL (the harness's floor).
@@ -41,6 +45,7 @@ MEM_RE = re.compile(
     r"GiB \(uploaded in ([\d.]+) s\); batch (\d+) rows x (\d+) positions: estimate ([\d.]+) "
     r"GiB, took ([\d.]+) GiB \(built in ([\d.]+) s\); free ([\d.]+) GiB after; estimate lets "
     r"(\d+) rows fit at (\d+) positions, (\d+) at 131072")
+TILE_RE = re.compile(r"GEMM row tile (\d+)")
 BLOCK_RE = re.compile(r"block steps (\d+)\.\.(\d+): ([\d.]+) s, ([\d.]+) ms per step")
 KL_RE = re.compile(r"^(\S+)\s+([-+\d.e]+|nan|inf) \+- ")
 
@@ -83,6 +88,8 @@ def parse(path):
                                 estimate_gib=g[6], took_gib=g[7], build_s=g[8],
                                 free_after_gib=g[9], rows_fit_here=int(g[10]),
                                 rows_fit_131072=int(g[12]))
+                mt = TILE_RE.search(text)
+                r["mem"]["row_tile"] = int(mt.group(1)) if mt else 64
                 r["t_mem"] = t
         elif BLOCK_RE.search(text):
             m = BLOCK_RE.search(text)
@@ -243,6 +250,7 @@ def write(args):
     row("upload / batch build (s)", lambda r: f"{r['mem']['upload_s']} / {r['mem']['build_s']}")
     row("weights on device (GiB)", lambda r: r["mem"]["weights_gib"])
     row("batch rows x positions", lambda r: f"{r['mem']['rows']} x {r['mem']['positions']}")
+    row("GEMM row tile", lambda r: r["mem"].get("row_tile"))
     row("batch estimate / took (GiB)",
         lambda r: f"{r['mem']['estimate_gib']} / {r['mem']['took_gib']}")
     row("nvidia-smi peak, process (GiB)", lambda r: r.get("smi_peak_gib"))
@@ -271,7 +279,8 @@ def write(args):
         for f in r.get("faults", []):
             lines.append(f"- {r['log'][:-4]} shard fault {f}")
     lines += ["", "Formula: ms per step = a + b pos over the blocks after the first; "
-              "T_pass(N, w) = a N + w (b / R) 9 N^2 / 2 with R the measured rows; "
+              "T_pass(N, w) = a N + w (b / R) 9 N^2 / 2 with R the measured rows (a lower "
+              "bound for passes of more rows than one GEMM row tile); "
               "1 H200: passes of floor(rows_fit / 9) windows; 8 H200: one window per GPU."]
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "summary.md"), "w") as f:

@@ -9,8 +9,8 @@
  * R / (time per step), and the byte model of docs/gpu-runtime.md (weights + SSM state traffic +
  * KV read per step) against the device-to-device copy bandwidth measured in the same process.
  * Optional isolated measurements (--micro on, the default for --shape) of the step's GEMMs
- * (cuBLAS, the model's shapes on tiles of MC_ROW_TILE rows, fp32 SGEMM and bf16 GemmEx) and of
- * the SSM engine (ssm_cuda_step at B = K per configuration) split the step time. */
+ * (cuBLAS, the model's shapes on the runtime's row tile, mc_tile.h, fp32 SGEMM and bf16 GemmEx)
+ * and of the SSM engine (ssm_cuda_step at B = K per configuration) split the step time. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -210,7 +210,7 @@ static int parse_set(const char *text, config_set *s) {
 
 /* ------------------------------------------------------------------ byte model ------------- */
 
-/* Floats of the model that the GEMMs read (each projection once per tile of rows), of the MoE
+/* Floats of the model that the GEMMs read (each projection once per row tile), of the MoE
  * experts, and of everything else (norms, conv weights, gates: read by element-wise kernels). */
 typedef struct {
   int64_t rows[64], cols[64], count[64]; /* distinct GEMM shapes [nshape] */
@@ -435,23 +435,24 @@ static double copy_bandwidth(int64_t bytes) {
   return bw;
 }
 
-/* Seconds of one cuBLAS call Y[64][rows] = X[64][cols] W[rows][cols]^T as mc_model.cu issues it
- * (CUBLAS_OP_T, CUBLAS_OP_N, m = rows, n = MC_ROW_TILE, k = cols), median of 10 after 3 warm-ups.
- * bf16: W and X bf16, fp32 accumulation and output (cublasGemmEx, CUBLAS_COMPUTE_32F). Returns -1
- * when it cannot run. */
-static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t cols, int bf16) {
+/* Seconds of one cuBLAS call Y[tile][rows] = X[tile][cols] W[rows][cols]^T as mc_model.cu issues
+ * it (CUBLAS_OP_T, CUBLAS_OP_N, m = rows, n = tile, the model's row tile, k = cols), median of 10
+ * after 3 warm-ups. bf16: W and X bf16, fp32 accumulation and output (cublasGemmEx,
+ * CUBLAS_COMPUTE_32F). Returns -1 when it cannot run. */
+static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t cols, int tile,
+                        int bf16) {
   const size_t es = bf16 ? 2 : 4;
   void *W = NULL;  /* [rows][cols] fp32 or bf16 */
-  void *X = NULL;  /* [MC_ROW_TILE][cols] fp32 or bf16 */
-  float *Y = NULL; /* [MC_ROW_TILE][rows] */
+  void *X = NULL;  /* [tile][cols] fp32 or bf16 */
+  float *Y = NULL; /* [tile][rows] */
   cudaEvent_t e0 = NULL, e1 = NULL;
   double out = -1;
   if (cudaMalloc(&W, (size_t)(rows * cols) * es) == cudaSuccess &&
-      cudaMalloc(&X, (size_t)(MC_ROW_TILE * cols) * es) == cudaSuccess &&
-      cudaMalloc((void **)&Y, (size_t)(MC_ROW_TILE * rows) * sizeof(float)) == cudaSuccess &&
+      cudaMalloc(&X, (size_t)(tile * cols) * es) == cudaSuccess &&
+      cudaMalloc((void **)&Y, (size_t)(tile * rows) * sizeof(float)) == cudaSuccess &&
       cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
       cudaMemsetAsync(W, 0x3c, (size_t)(rows * cols) * es, s) == cudaSuccess && /* ~0.0115 */
-      cudaMemsetAsync(X, 0x3c, (size_t)(MC_ROW_TILE * cols) * es, s) == cudaSuccess) {
+      cudaMemsetAsync(X, 0x3c, (size_t)(tile * cols) * es, s) == cudaSuccess) {
     const float one = 1.0f, zero = 0.0f;
     double t[10]; /* seconds per call */
     int ok = 1;
@@ -459,11 +460,11 @@ static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t 
       if (i >= 3) ok = cudaEventRecord(e0, s) == cudaSuccess;
       cublasStatus_t st;
       if (bf16)
-        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, W,
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
                           CUDA_R_16BF, (int)cols, X, CUDA_R_16BF, (int)cols, &zero, Y, CUDA_R_32F,
                           (int)rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
       else
-        st = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one,
+        st = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one,
                          (const float *)W, (int)cols, (const float *)X, (int)cols, &zero, Y,
                          (int)rows);
       ok = ok && st == CUBLAS_STATUS_SUCCESS;
@@ -491,7 +492,10 @@ typedef struct {
   double ssm_s;       /* the step's ssm_cuda_step calls (every SSM layer, every configuration) */
 } micro_result;
 
-static void micro_gemms(const weight_model *w, int Rpad, micro_result *r) {
+/* The step's GEMMs for R rows at both precisions, each on the row tile the runtime gives a model
+ * of those GEMM weight bytes (mc_row_tile_for; the tile can differ between fp32 and bf16) over
+ * mc_rows_pad(R, tile) rows. */
+static void micro_gemms(const weight_model *w, int R, micro_result *r) {
   cublasHandle_t h = NULL;
   cudaStream_t s = NULL;
   r->gemm_s[0] = r->gemm_s[1] = -1;
@@ -503,15 +507,16 @@ static void micro_gemms(const weight_model *w, int Rpad, micro_result *r) {
     if (s) cudaStreamDestroy(s);
     return;
   }
-  const int tiles = Rpad / MC_ROW_TILE;
   for (int p = 0; p < 2; p++) {
+    const int tile = mc_row_tile_for(w->gemm_floats * (p ? 2 : 4), p);
+    const int64_t tiles = mc_rows_pad(R, tile) / tile;
     double total = 0, flops = 0;
     for (int i = 0; i < w->nshape && total >= 0; i++) {
-      const double t = time_gemm(h, s, w->rows[i], w->cols[i], p);
+      const double t = time_gemm(h, s, w->rows[i], w->cols[i], tile, p);
       if (t < 0) total = -1;
       else {
         total += t * (double)(w->count[i] * tiles);
-        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * MC_ROW_TILE *
+        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * tile *
                  (double)(w->count[i] * tiles);
       }
     }
@@ -879,9 +884,10 @@ static int e2e_dry_run(const e2e_ctx *ctx) {
   weights_of(&dc, model_random_floats(&dc), &wm);
   const int64_t nsteps = o.steps / o.block * o.block;
   const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
-  printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes\n",
+  printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes; "
+         "row tile %d (fp32 GEMMs), %d (bf16)\n",
          o.label, (double)model_random_floats(&dc) * 1e-9, (double)wm.gemm_floats * 1e-9,
-         wm.nshape);
+         wm.nshape, mc_row_tile_for(wm.gemm_floats * 4, 0), mc_row_tile_for(wm.gemm_floats * 2, 1));
   for (int pi = 0; pi < nprec; pi++)
     for (int ki = 0; ki < nK; ki++)
       for (int si = 0; si < nsets; si++) {
@@ -976,7 +982,7 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
   int rc;
   double t0 = 0;
   const config_set *s = &ctx->sets[si];
-  const int R = s->C * K, Rpad = (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE;
+  const int R = s->C * K;
   mc_batch *b = NULL;
   mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
   rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
@@ -1049,7 +1055,7 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
   micro_result mr = {{-1, -1}, {0, 0}, -1};
   if (o.micro && pi > 0) mr = *cache;
   else if (o.micro) {
-    micro_gemms(wm, Rpad, &mr);
+    micro_gemms(wm, R, &mr);
     mr.ssm_s = 0;
     for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
       const double t = micro_ssm(m, &s->cfg[ci], K, o.seed);
@@ -1202,8 +1208,18 @@ static int e2e_measure(e2e_ctx *ctx) {
       status = rc == RSSM_ERR_INPUT ? 2 : 1;
       break;
     }
-    printf("bench e2e: weights on the device: %.2f GB (GEMMs %s), uploaded in %.1f s\n",
-           (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32", now_s() - t0);
+    printf("bench e2e: weights on the device: %.2f GB (GEMMs %s: %.2f GB, row tile %d), "
+           "uploaded in %.1f s\n",
+           (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32",
+           (double)mc_model_gemm_bytes(g) * 1e-9, mc_model_row_tile(g), now_s() - t0);
+    /* the isolated GEMM timings pick their tile from the byte model's shapes: say so when that
+     * is not the runtime's (the shapes of weights_of and the uploaded ones disagree) */
+    if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16))
+      fprintf(stderr, "replayssm " CMD ": warning: the runtime's row tile %d differs from the "
+              "byte model's %d (GEMM weights %lld bytes uploaded, %lld modelled): the isolated "
+              "GEMM timings are not the runtime's\n", mc_model_row_tile(g),
+              mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16), (long long)mc_model_gemm_bytes(g),
+              (long long)(wm.gemm_floats * wbytes));
     fflush(stdout);
 
     for (int ki = 0; ki < nK && status == 0; ki++) {

@@ -77,8 +77,9 @@ static double mono_s(void) {
 }
 
 /* RSSM_CUDA_MEMINFO=1: one stderr line with the device memory before and after, the weights,
- * the batch's estimate against what it took, the upload and build times, and how many rows the
- * estimate lets fit at this length and at 131072 positions (docs/real-checkpoints.md). */
+ * the batch's estimate against what it took, the upload and build times, how many rows the
+ * estimate lets fit at this length and at 131072 positions (docs/real-checkpoints.md), and the
+ * model's GEMM row tile (mc_model_row_tile: the batch's GEMMs run on ceil(R / tile) tiles). */
 static void report_memory(const cuda_engine *g, int R, int64_t N, const int64_t mem[4],
                           double t_up, double t_build) {
   const double gib = 1073741824.0;
@@ -87,11 +88,12 @@ static void report_memory(const cuda_engine *g, int R, int64_t N, const int64_t 
           "replayssm: cuda memory: device %.2f GiB, free %.2f GiB before the weights; weights "
           "%.2f GiB (uploaded in %.2f s); batch %d rows x %lld positions: estimate %.2f GiB, "
           "took %.2f GiB (built in %.2f s); free %.2f GiB after; estimate lets %lld rows fit at "
-          "%lld positions, %lld at 131072\n",
+          "%lld positions, %lld at 131072; GEMM row tile %d (GEMM weights %.2f GiB)\n",
           (double)mem[1] / gib, (double)mem[0] / gib, (double)mc_model_bytes(g->g) / gib, t_up, R,
           (long long)N, (double)est / gib, (double)(mem[2] - mem[3]) / gib, t_build,
           (double)mem[3] / gib, (long long)mc_batch_rows_fit(g->g, N, budget), (long long)N,
-          (long long)mc_batch_rows_fit(g->g, 131072, budget));
+          (long long)mc_batch_rows_fit(g->g, 131072, budget), mc_model_row_tile(g->g),
+          (double)mc_model_gemm_bytes(g->g) / gib);
   fflush(stderr);
 }
 

@@ -7,8 +7,9 @@
  * configuration-major), the output GEMM and the residual add; the final norm, lm_head and the
  * metrics. GEMMs: cublasSgemm, fp32 in and out, CUBLAS_DEFAULT_MATH (no TF32) (or, for a model
  * uploaded with MC_GEMM_BF16, bf16 weights and inputs with fp32 accumulation), on fixed tiles of
- * MC_ROW_TILE rows (row-count invariance; the scratch is padded to a multiple of the tile and
- * its padding rows stay zero, and rows never mix in a GEMM). */
+ * the model's row_tile rows (row-count invariance; the tile is chosen once at upload from the
+ * GEMM weight bytes, mc_tile.h, never from a batch; the scratch is padded to a multiple of the
+ * tile and its padding rows stay zero, and rows never mix in a GEMM). */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -77,8 +78,12 @@ int f32_to_bf16(const float *src /* [n] */, __nv_bfloat16 *dst /* [n] */, int64_
 void *upload_w(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullptr,
                int64_t n1 = 0, const float *p2 = nullptr, int64_t n2 = 0,
                const float *p3 = nullptr, int64_t n3 = 0) {
-  if (g->prec == MC_GEMM_FP32) return upload(g, p0, n0, p1, n1, p2, n2, p3, n3);
   const int64_t n = n0 + n1 + n2 + n3, chunk = (int64_t)1 << 26;
+  if (g->prec == MC_GEMM_FP32) {
+    void *f = upload(g, p0, n0, p1, n1, p2, n2, p3, n3);
+    if (f) g->gemm_bytes += n * (int64_t)sizeof(float);
+    return f;
+  }
   __nv_bfloat16 *d = nullptr;
   float *stage = nullptr; /* [min(n, chunk)] */
   if (n <= 0 || cudaMalloc(&d, (size_t)n * sizeof(__nv_bfloat16)) != cudaSuccess) return nullptr;
@@ -104,6 +109,7 @@ void *upload_w(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullp
     return nullptr;
   }
   g->bytes += n * (int64_t)sizeof(__nv_bfloat16);
+  g->gemm_bytes += n * (int64_t)sizeof(__nv_bfloat16);
   return d;
 }
 
@@ -247,6 +253,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
     /* tied: the embedding itself in fp32; a bf16 copy of it for bf16 GEMMs */
     g->lm_head = m->lm_head == m->embed && prec == MC_GEMM_FP32 ? (void *)g->embed
                                                                 : upload_w(g, m->lm_head, V * H);
+    if (g->lm_head == g->embed) g->gemm_bytes += V * H * (int64_t)sizeof(float); /* read by it */
     if (!g->embed || !g->final_norm || !g->lm_head) {
       rc = RSSM_ERR_IO;
       rssm_fail(err, errlen, "out of device memory for the embedding and lm_head (%lld floats)",
@@ -280,6 +287,8 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
     mc_model_free(g);
     return rc;
   }
+  /* once per model: every batch's GEMM n */
+  g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   *out = g;
   return RSSM_OK;
 }
@@ -296,6 +305,8 @@ extern "C" void mc_model_free(mc_model *g) {
 }
 
 extern "C" int64_t mc_model_bytes(const mc_model *g) { return g ? g->bytes : 0; }
+extern "C" int64_t mc_model_gemm_bytes(const mc_model *g) { return g ? g->gemm_bytes : 0; }
+extern "C" int mc_model_row_tile(const mc_model *g) { return g ? g->row_tile : 0; }
 extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
 extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
   return p == MC_GEMM_BF16 ? "bf16" : "fp32";
@@ -337,18 +348,20 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
-/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile.
+/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile (n = the
+ * model's row_tile in every call, whatever the batch: Rpad is a multiple of it).
  * fp32 models: cublasSgemm (fp32 in, fp32 math without TF32, fp32 out). bf16 models: X rounded
  * to bf16 (round to nearest even) into xb, then cublasGemmEx with bf16 W and X, fp32 accumulation
  * (CUBLAS_COMPUTE_32F) and fp32 Y, on the same tiles. */
 int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
          float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const float one = 1.0f, zero = 0.0f;
+  const int tile = b->g->row_tile;
   if (b->g->prec == MC_GEMM_BF16) {
     if (cols > b->gemm_cols || f32_to_bf16(X, b->xb, (int64_t)b->Rpad * cols, b->stream) != 0)
       return -1;
-    for (int r0 = 0; r0 < b->Rpad; r0 += MC_ROW_TILE)
-      if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one,
+    for (int r0 = 0; r0 < b->Rpad; r0 += tile)
+      if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one,
                        W, CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF,
                        (int)cols, &zero, Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy,
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
@@ -356,8 +369,8 @@ int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X 
     return 0;
   }
   const float *Wf = (const float *)W; /* [rows][cols] */
-  for (int r0 = 0; r0 < b->Rpad; r0 += MC_ROW_TILE)
-    if (cublasSgemm(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, MC_ROW_TILE, (int)cols, &one, Wf,
+  for (int r0 = 0; r0 < b->Rpad; r0 += tile)
+    if (cublasSgemm(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, Wf,
                     (int)cols, X + (int64_t)r0 * cols, (int)cols, &zero, Y + (int64_t)r0 * ldy,
                     (int)ldy) != CUBLAS_STATUS_SUCCESS)
       return -1;
@@ -441,11 +454,9 @@ typedef struct {
   int64_t need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols;
 } batch_sizes;
 
-static int64_t rows_pad(int64_t R) { return (R + MC_ROW_TILE - 1) / MC_ROW_TILE * MC_ROW_TILE; }
-
 /* R state rows with T token rows each (scratch per token row, states per state row). */
 static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_ctx) {
-  const int64_t RT = (int64_t)R * T, Rp = rows_pad(RT);
+  const int64_t RT = (int64_t)R * T, Rp = mc_rows_pad(RT, g->row_tile);
   const model *m = g->cpu;
   const model_config *c = &m->cfg;
   const int nb = g->nblocks;
@@ -727,7 +738,7 @@ int mc_batch_build_t(mc_batch **out, const mc_model *g, const ssm_config *cfgs, 
   b->R = C * K;
   b->T = T;
   b->RT = b->R * T;
-  b->Rpad = (int)rows_pad(b->RT);
+  b->Rpad = (int)mc_rows_pad(b->RT, g->row_tile);
   b->max_ctx = max_ctx;
   const int R = b->R, Rp = b->Rpad, nb = g->nblocks;
   const batch_sizes z = batch_sizes_of(g, R, T, max_ctx);

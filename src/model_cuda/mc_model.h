@@ -6,7 +6,8 @@
  * the reference, times K windows; row r = c K + k).
  *
  * mc_batch_step feeds every row of window k the token tokens[k] at the common position, runs all
- * blocks (cuBLAS fp32 GEMMs with CUBLAS_DEFAULT_MATH over fixed tiles of MC_ROW_TILE rows, the
+ * blocks (cuBLAS fp32 GEMMs with CUBLAS_DEFAULT_MATH over fixed tiles of the model's row tile
+ * (mc_model_row_tile: 64 rows, 16 for models with over 1 GiB of GEMM weights; mc_tile.h), the
  * glue kernels of mc_kernels.h, one ssm_cuda_step per (SSM block, configuration), split-K
  * attention), then the final norm and lm_head, and optionally the metrics against configuration 0
  * and the logits. Synchronous: it waits for the step (optionally one CUDA Graph launch).
@@ -25,11 +26,9 @@ extern "C" {
 #include "src/model/model.h"
 #include "src/model_cuda/mc_device_check.h"
 #include "src/model_cuda/mc_kernels.h"
+#include "src/model_cuda/mc_tile.h"
 #include "src/ssm/ssm_config.h"
 
-/* cuBLAS is called on row tiles of this many rows, so that every call has the same shape
- * whatever the batch (a row's bits must not depend on how many rows share the step). */
-#define MC_ROW_TILE 64
 /* at most this many configurations' SSM calls of a layer run concurrently (side streams) */
 #define MC_SIDE_STREAMS 16
 
@@ -57,6 +56,12 @@ int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model **out, char
 void mc_model_free(mc_model *g);
 /* Bytes of device memory the weights take. */
 int64_t mc_model_bytes(const mc_model *g);
+/* Bytes of the weights the GEMMs read (the lm_head counted even when it is the tied fp32
+ * embedding), and the model's row tile: cuBLAS is called on tiles of this many rows whatever the
+ * batch, so that every call has the same shape (a row's bits must not depend on how many rows
+ * share the step); mc_row_tile_for(mc_model_gemm_bytes(g)), fixed at upload. */
+int64_t mc_model_gemm_bytes(const mc_model *g);
+int mc_model_row_tile(const mc_model *g);
 mc_gemm_prec mc_model_prec(const mc_model *g);
 const char *mc_gemm_prec_name(mc_gemm_prec p); /* "fp32", "bf16" */
 

@@ -60,6 +60,8 @@ struct mc_model {
   int nblocks;
   mcm::mc_block *blocks; /* [nblocks] host array of device pointers */
   int64_t bytes;
+  int64_t gemm_bytes; /* of bytes, the weights the GEMMs read (the tied fp32 lm_head counted) */
+  int row_tile;       /* rows per cuBLAS call, mc_row_tile_for(gemm_bytes), set at upload */
   int64_t max_in_rows, max_out_cols;
   /* MoE maxima over the blocks (0 without MoE) */
   int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
@@ -69,7 +71,7 @@ struct mc_batch {
   const mc_model *g;
   /* R = C K state rows (conv windows, K/V caches, SSM engine rows); RT = R T token rows (the
    * scratch, GEMMs, norms, logits, metrics: token row r T + j is draft j of state row r);
-   * Rpad = RT rounded up to MC_ROW_TILE */
+   * Rpad = RT rounded up to the model's row_tile */
   int C, K, R, Rpad;
   int T, RT;
   int spec;                  /* a spec batch (mc_batch_build_spec): rounds, per-row positions */

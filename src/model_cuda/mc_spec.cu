@@ -1,14 +1,14 @@
 /* Spec configurations on the GPU (mc_model.h, docs/gpu-runtime.md "Spec configurations"): the
  * spec batch's rounds and the reference ring their metrics read.
  *
- * A spec batch is an mc_batch with T token rows per state row (mc_batch_build_t): the GEMMs,
- * norms, gates, MLP and MoE treat token rows like any rows (fixed MC_ROW_TILE tiles, so a row's
- * bits do not depend on the batch); attention writes draft j's K/V at slot pos[r] + j of row r's
- * cache and attends over 0..pos[r] + j; the conv of the T drafts reads the row's committed window
- * and the earlier drafts and then advances the window by a; the SSM engine verifies n[r] (T or
- * 0) drafts and commits a[r]. a is drawn on the host before the round (ssm_accept_draw, as the
- * CPU engine), so verification and commit are one launch sequence and rollback is the per-row
- * position moving by a instead of T: nothing is copied back.
+ * A spec batch is an mc_batch with T token rows per state row (mc_batch_build_t): the GEMMs, norms,
+ * gates, MLP and MoE treat token rows like any rows (the model's fixed row tiles, so a row's bits
+ * do not depend on the batch); attention writes draft j's K/V at slot pos[r] + j of row r's cache
+ * and attends over 0..pos[r] + j; the conv of the T drafts reads the row's committed window and the
+ * earlier drafts and then advances the window by a; the SSM engine verifies n[r] (T or 0) drafts
+ * and commits a[r]. a is drawn on the host before the round (ssm_accept_draw, as the CPU engine),
+ * so verification and commit are one launch sequence and rollback is the per-row position moving by
+ * a instead of T: nothing is copied back.
  *
  * The reference ring holds the reference rows' logits and row stats of the last `slots` steps
  * per window (slot = step % slots), copied on the device after each lockstep step: a spec row

@@ -108,6 +108,34 @@ Test(bench_e2e_cli, dry_run_byte_model) {
   cr_assert(sscanf(strstr(p16, "weights"), "weights %lf", &w16) == 1);
   cr_assert(w32 > 16.7 && w32 < 17.0, "fp32 weights %g GB", w32);
   cr_assert(fabs(w16 - w32 / 2) < 0.01 * w32, "bf16 weights %g GB, fp32 %g GB", w16, w32);
+  /* over 1 GiB of fp32 GEMM weights: the runtime's row tile is 16; bf16 GEMMs keep 64 (mc_tile.h) */
+  cr_assert(strstr(o, "row tile 16 (fp32 GEMMs), 64 (bf16)"), "%s", o);
   free(e);
   free(o);
+}
+
+/* The row tile the dry run reports is the runtime's rule (mc_row_tile_for) on the GEMM weights
+ * of the config: 16 for both 4B shapes with fp32 GEMMs (64 with bf16), 64 for the trained tiny models (their GPU results and
+ * golden comparisons keep the 64-row tiles they were made with). */
+Test(bench_e2e_cli, dry_run_row_tile) {
+  const char *cases[][3] = {
+      {"--shape", RSSM_SOURCE_DIR "/data/shapes/qwen3.5-4b", "row tile 16 (fp32 GEMMs), 64 (bf16)"},
+      {"--shape", RSSM_SOURCE_DIR "/data/shapes/nemotron-3-nano-4b",
+       "row tile 16 (fp32 GEMMs), 64 (bf16)"},
+      {"--model", RSSM_SOURCE_DIR "/data/models/qwen35-gdn-tiny",
+       "row tile 64 (fp32 GEMMs), 64 (bf16)"},
+      {"--model", RSSM_SOURCE_DIR "/data/models/nemotronh-m2-tiny",
+       "row tile 64 (fp32 GEMMs), 64 (bf16)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *argv[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"e2e", (char *)cases[i][0],
+                    (char *)cases[i][1], (char *)"--streams", (char *)"1", (char *)"--dry-run",
+                    NULL};
+    char *e = NULL, *o = NULL;
+    cr_assert_eq(run(argv, &e, &o), 0, "%s: %s", cases[i][1], e ? e : "");
+    cr_expect(o && strstr(o, cases[i][2]), "%s: expected '%s' in: %s", cases[i][1], cases[i][2],
+              o ? o : "");
+    free(e);
+    free(o);
+  }
 }
