@@ -530,7 +530,8 @@ extern "C" int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t
 extern "C" int64_t mc_batch_rows_fit_t(const mc_model *g, int T, int64_t max_ctx,
                                        int64_t budget) {
   fit_ctx f = {g, 0, T < 1 ? 1 : T, max_ctx};
-  const int64_t n = mc_fit_largest(need_of_rows, &f, 1, 65535, budget);
+  /* mc_batch_build_t takes at most 65535 token rows, R T: never suggest more state rows */
+  const int64_t n = mc_fit_largest(need_of_rows, &f, 1, 65535 / f.T, budget);
   return n < 0 ? 0 : n;
 }
 
