@@ -7,7 +7,7 @@
  *
  * mc_batch_step feeds every row of window k the token tokens[k] at the common position, runs all
  * blocks (cuBLAS fp32 GEMMs with CUBLAS_DEFAULT_MATH over fixed tiles of the model's row tile
- * (mc_model_row_tile: 64 rows, 16 for models with over 1 GiB of GEMM weights; mc_tile.h), the
+ * (mc_model_row_tile: 64 rows, 16 for models with over 1 GiB of fp32 GEMM weights; mc_tile.h), the
  * glue kernels of mc_kernels.h, one ssm_cuda_step per (SSM block, configuration), split-K
  * attention), then the final norm and lm_head, and optionally the metrics against configuration 0
  * and the logits. Synchronous: it waits for the step (optionally one CUDA Graph launch).
@@ -59,7 +59,7 @@ int64_t mc_model_bytes(const mc_model *g);
 /* Bytes of the weights the GEMMs read (the lm_head counted even when it is the tied fp32
  * embedding), and the model's row tile: cuBLAS is called on tiles of this many rows whatever the
  * batch, so that every call has the same shape (a row's bits must not depend on how many rows
- * share the step); mc_row_tile_for(mc_model_gemm_bytes(g)), fixed at upload. */
+ * share the step); mc_row_tile_for(mc_model_gemm_bytes(g), bf16 GEMMs), fixed at upload. */
 int64_t mc_model_gemm_bytes(const mc_model *g);
 int mc_model_row_tile(const mc_model *g);
 mc_gemm_prec mc_model_prec(const mc_model *g);
