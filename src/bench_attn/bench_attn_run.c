@@ -13,6 +13,7 @@
  * gates when gated), R nH D 4 each. The partial sums the split kernels write and the combine
  * reads are not counted: they are the kernels' overhead, which the percent of copy shows. */
 #include <cuda_runtime_api.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,6 @@ typedef struct {
   ba_point *p;
   int n, cap;
 } ba_points;
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int ok(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 1;
@@ -133,8 +129,7 @@ static double time_variant(ba_bufs *b, const ba_shape *s, int R, int64_t Pmax, i
     cudaEventElapsedTime(&t, b->e0, b->e1);
     if (it >= 0) ms[it] = t;
   }
-  qsort(ms, (size_t)o->reps, sizeof *ms, cmp_double);
-  med = 1000.0 * (o->reps % 2 ? ms[o->reps / 2] : 0.5 * (ms[o->reps / 2 - 1] + ms[o->reps / 2]));
+  med = 1000.0 * gsl_stats_median(ms, 1, (size_t)o->reps); /* reorders ms */
 done:
   free(ms);
   return med;

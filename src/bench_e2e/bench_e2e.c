@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
 #include <math.h>
 #include <spawn.h>
@@ -355,16 +356,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v /* [n], sorted in place */, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* MemAvailable of /proc/meminfo in bytes, or -1 */
 static int64_t host_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
@@ -424,7 +415,7 @@ static double copy_bandwidth(int64_t bytes) {
            cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
       t[i] = (double)ms * 1e-3;
     }
-    if (ok) bw = 2.0 * (double)bytes / median(t, 9);
+    if (ok) bw = 2.0 * (double)bytes / gsl_stats_median(t, 1, (size_t)9);
   }
   if (e0) cudaEventDestroy(e0);
   if (e1) cudaEventDestroy(e1);
@@ -475,7 +466,7 @@ static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t 
         t[i - 3] = (double)ms * 1e-3;
       }
     }
-    if (ok) out = median(t, 10);
+    if (ok) out = gsl_stats_median(t, 1, (size_t)10);
   }
   if (e0) cudaEventDestroy(e0);
   if (e1) cudaEventDestroy(e1);
@@ -1018,7 +1009,7 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
     free(blk);
     return rc == RSSM_ERR_INPUT ? 2 : 1;
   }
-  const double tmed = median(blk, (int)nblocks);
+  const double tmed = gsl_stats_median(blk, 1, (size_t)nblocks);
   free(blk);
   if (o.profile) { /* the same batch again, launched step by step with events per block */
     const char *prev = getenv("RSSM_CUDA_PROFILE");
@@ -1278,7 +1269,7 @@ int bench_e2e_main(int argc, char **argv) {
   }
 #ifndef RSSM_HAVE_CUDA
   /* mc_device_check refuses without CUDA; this is never reached */
-  (void)now_s, (void)median, (void)host_available, (void)mix64, (void)append_csv,
+  (void)now_s, (void)host_available, (void)mix64, (void)append_csv,
       (void)run_transformers, (void)e2e_finish;
   return 2;
 #else

@@ -12,6 +12,7 @@
  * committed tokens of a block / its time, median over blocks (for standard steps K / time per
  * step). The standard step includes no reference row and the spec round no lockstep step: in a
  * run the reference steps once per committed position whatever the configurations do. */
+#include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,16 +30,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v /* [n], sorted in place */, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static uint64_t mix(uint64_t x) {
@@ -77,7 +68,7 @@ static int time_standard(mc_model *g, int64_t V, int K, const bench_spec_opts *o
     if (rc == RSSM_OK && b >= 0 && b % o->block == o->block - 1)
       bt[b / o->block] = (now_s() - t0) / (double)o->block;
   }
-  if (rc == RSSM_OK) *ms_step = 1e3 * median_of(bt, (int)o->blocks);
+  if (rc == RSSM_OK) *ms_step = 1e3 * gsl_stats_median(bt, 1, (size_t)o->blocks);
   free(x), free(y), free(met), free(bt);
   return rc;
 }
@@ -127,8 +118,8 @@ static int time_spec(mc_model *g, int64_t V, int K, int T, const char *accept,
     }
   }
   if (rc == RSSM_OK) {
-    const double ms = 1e3 * median_of(bt, (int)o->blocks);
-    const double tps = median_of(rate, (int)o->blocks), tps_std = 1e3 * K / ms_std;
+    const double ms = 1e3 * gsl_stats_median(bt, 1, (size_t)o->blocks);
+    const double tps = gsl_stats_median(rate, 1, (size_t)o->blocks), tps_std = 1e3 * K / ms_std;
     const double mean_a = sum_a / ((double)K * (double)(o->blocks * o->block));
     printf("bench e2e spec: %s K=%d T=%d accept=%s: %.3f ms per round, mean a %.2f, %.0f tokens/s "
            "committed (standard step %.3f ms, %.0f tokens/s: x%.2f)\n",

@@ -32,6 +32,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -135,16 +136,6 @@ static result *add_result(results *rs) {
 /* ------------------------------------------------------------------------------------------------
  * Small helpers
  * --------------------------------------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *x /* [n], sorted in place */, int n) {
-  qsort(x, (size_t)n, sizeof *x, cmp_double);
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 static int cuda_ok(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 1;
@@ -466,7 +457,7 @@ static int time_standard(bench *bn, const char *cfg_text, const ssm_dims *d, int
   if (!ms) goto done;
   if (w.cfg.strategy == SSM_CONVENTIONAL) {
     if (wl_graph(&w, 1, &g[0]) != 0 || time_graphs(&w, g, 1, bn->o->warmup, it, ms) != 0) goto done;
-    *us = median(ms, it) * 1000.0 / w.K;
+    *us = gsl_stats_median(ms, 1, (size_t)it) * 1000.0 / w.K;
   } else {
     const int L = w.cfg.L;
     if (wl_graph(&w, L - 1, &g[0]) != 0 || wl_graph(&w, 1, &g[1]) != 0 ||
@@ -483,9 +474,9 @@ static int time_standard(bench *bn, const char *cfg_text, const ssm_dims *d, int
       f[i] = ms[2 * i + 1];
       s[i] = a[i] + f[i];
     }
-    *nf = median(a, it) * 1000.0 / ((double)(L - 1) * w.K);
-    *fl = median(f, it) * 1000.0 / w.K;
-    *us = median(s, it) * 1000.0 / ((double)L * w.K);
+    *nf = gsl_stats_median(a, 1, (size_t)it) * 1000.0 / ((double)(L - 1) * w.K);
+    *fl = gsl_stats_median(f, 1, (size_t)it) * 1000.0 / w.K;
+    *us = gsl_stats_median(s, 1, (size_t)it) * 1000.0 / ((double)L * w.K);
     free(a), free(f), free(s);
   }
   rc = 0;
@@ -520,7 +511,7 @@ static int time_rounds(bench *bn, const char *cfg_text, const ssm_dims *d, int B
     if (wl_graph(&w, 1, &g0) != 0 || !cuda_ok(cudaGraphLaunch(g0, w.s), "graph launch")) goto done;
   }
   if (wl_graph(&w, per, &g) != 0 || time_graphs(&w, &g, 1, bn->o->warmup, it, ms) != 0) goto done;
-  *us = median(ms, it) * 1000.0 / ((double)per * w.K);
+  *us = gsl_stats_median(ms, 1, (size_t)it) * 1000.0 / ((double)per * w.K);
   rc = 0;
 done:
   if (g) cudaGraphExecDestroy(g);
