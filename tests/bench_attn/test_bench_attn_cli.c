@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "src/model_cuda/attn_lab.h"
 #include "tests/cli/cli_test_util.h"
@@ -20,11 +19,7 @@ static void setup(void) {
 static void teardown(void) { tdir_remove(dir); }
 
 static int run(char *const argv[], char **err_text, char **out_text) {
-  char o[TPATH_MAX], e[TPATH_MAX];
-  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
-  *err_text = slurp(e, NULL);
-  if (out_text) *out_text = slurp(o, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_argv_captured(argv, dir, err_text, out_text);
 }
 
 TestSuite(bench_attn_cli, .init = setup, .fini = teardown);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "tests/cli/cli_test_util.h"
 
@@ -21,11 +20,7 @@ static void teardown(void) { tdir_remove(dir); }
 
 /* Runs argv; returns the exit status (-1 if not exited) and the stderr text in *err_text. */
 static int run(char *const argv[], char **err_text, char **out_text) {
-  char o[TPATH_MAX], e[TPATH_MAX];
-  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
-  *err_text = slurp(e, NULL);
-  if (out_text) *out_text = slurp(o, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_argv_captured(argv, dir, err_text, out_text);
 }
 
 static void expect_no_device(char *const argv[]) {

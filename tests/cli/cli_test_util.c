@@ -157,6 +157,17 @@ int is_one_line(const char *s) {
   return strchr(s, '\n') == s + n - 1;
 }
 
+/* run_prog with stdout and stderr in dir/stdout.txt and dir/stderr.txt, read back; the raw wait
+ * status */
+static int run_spawn_captured(char *const argv[], const char *dir, char **err_text,
+                              char **out_text) {
+  char e[TPATH_MAX], o[TPATH_MAX];
+  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
+  *err_text = slurp(e, NULL);
+  if (out_text) *out_text = slurp(o, NULL);
+  return st;
+}
+
 int run_captured(const char *bin, const char *dir, char **err_text, char **out_text,
                  const char *arg0, ...) {
   char *argv[32];
@@ -167,9 +178,10 @@ int run_captured(const char *bin, const char *dir, char **err_text, char **out_t
   for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = (char *)a;
   va_end(ap);
   argv[n] = NULL;
-  char e[TPATH_MAX], o[TPATH_MAX];
-  int st = run_prog(argv, tpath(o, dir, "stdout.txt"), tpath(e, dir, "stderr.txt"));
-  *err_text = slurp(e, NULL);
-  if (out_text) *out_text = slurp(o, NULL);
-  return st;
+  return run_spawn_captured(argv, dir, err_text, out_text);
+}
+
+int run_argv_captured(char *const argv[], const char *dir, char **err_text, char **out_text) {
+  const int st = run_spawn_captured(argv, dir, err_text, out_text);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

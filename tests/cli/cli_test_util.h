@@ -42,6 +42,9 @@ int run_prog(char *const argv[], const char *out_path, const char *err_path);
  * failed. */
 int run_captured(const char *bin, const char *dir, char **err_text, char **out_text,
                  const char *arg0, ...);
+/* The same for a NULL-terminated argv (argv[0] the program), returning the exit status (-1 when
+ * the program did not exit normally or could not be spawned). */
+int run_argv_captured(char *const argv[], const char *dir, char **err_text, char **out_text);
 
 /* Whether s is exactly one non-empty line ending in '\n'. */
 int is_one_line(const char *s);
