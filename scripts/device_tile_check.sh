@@ -24,6 +24,13 @@
 #                        removed at the end unless KEEP=1); $OUT gets only the logs (a 4B run's
 #                        checkpoints hold every row's SSM states: about 1 GB each)
 #   BIN, PY              the replayssm binary (.devrun/bin/replayssm) and python (python3)
+#   TOKENS=F             the token file (default MODEL_DIR/tokens.npy when there is one, else
+#                        tests/fixtures/qwen3_5_text/tokens.npy)
+#   SPEC=1               add a spec configuration (spec L=16 T=4 ckpt=fp32 accept=uniform: a
+#                        spec batch of 6 x 4 = 24 token rows, two tiles of 16; a shard's 12, one)
+#   RSSM_TEST_ROW_TILE=16  the runtime's tile whatever the weights (checks only): the same checks
+#                        on a small model in seconds, e.g. for each fixture layout (MoE included)
+#                        RSSM_TEST_ROW_TILE=16 SPEC=1 MODEL_DIR=tests/fixtures/qwen3_5_moe OUT=...
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -58,10 +65,15 @@ if [ -z "$dir" ]; then
   [ -f "$dir/model.safetensors.index.json" ] || { echo "no checkpoint in $dir"; exit 1; }
 fi
 
+tokens=${TOKENS:-}
+if [ -z "$tokens" ]; then
+  if [ -f "$dir/tokens.npy" ]; then tokens=$(cd "$dir" && pwd)/tokens.npy
+  else tokens=$ROOT/tests/fixtures/qwen3_5_text/tokens.npy; fi
+fi
 ini=$OUT/tile.ini
 cat > "$ini" <<EOF
 model = $(cd "$dir" && pwd)
-tokens = $ROOT/tests/fixtures/qwen3_5_text/tokens.npy
+tokens = $tokens
 steps = $STEPS
 sequences = 6
 seed = 7
@@ -74,6 +86,9 @@ spec = replay L=16 ckpt=fp32
 [config fp8sr]
 spec = conventional state=fp8/sr
 EOF
+if [ "${SPEC:-0}" = 1 ]; then
+  printf '\n[config spec]\nspec = spec L=16 T=4 ckpt=fp32 accept=uniform\n' >> "$ini"
+fi
 rm -f "$RUNS"/tile.*.h5 "$RUNS"/tile.*.h5.*
 
 plain() { # the 18-row run, with the memory line on stderr
