@@ -105,7 +105,8 @@ int ba_parse(int argc, char **argv, ba_options *o) {
       {.name = "--warmup", .type = CLI_INT, .dest = &o->warmup, .meta = "N", .def = "3", .lo = 0,
        .hi = 1000, .help = "untimed launches first"},
       {.name = "--splits", .type = CLI_INT, .dest = &o->splits, .meta = "N", .def = "0", .lo = 0,
-       .hi = 65536, .help = "split count of variants 2-4 (0: attn_lab_splits' choice)"},
+       .hi = 65536, .help = "split count of variants 2-4 (0: attn_lab_splits' choice; the shipped\n"
+               "variant always runs at the runtime's count, attn_lab_splits_shipped)"},
       {.name = "--json", .type = CLI_STR, .dest = &o->json, .meta = "FILE",
        .help = "every point also as JSON"},
   };

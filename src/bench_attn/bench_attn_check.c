@@ -16,8 +16,9 @@
  *    subtraction) + 2u (CUDA's expf is within 2 ulp, glibc's within 1);
  *  - l = sum p_j and acc = sum p_j v_j are sums of positive terms along chains of at most `chain`
  *    sequential additions: relative error <= chain u each. chain = the positions one thread
- *    sums in order plus the partials merged after it: the shipped kernel 256 + ceil(n / 256);
- *    variants 2-4 ceil(n / nsplit) + 16 groups + nsplit splits; the CPU n;
+ *    sums in order plus the partials merged after it: every variant (the shipped one is
+ *    variant 4) at most ceil(n / nsplit) positions (a split's, counted whole though its NG
+ *    groups share them) + NG <= 64 groups + nsplit splits; the CPU n;
  *  - the online rescales (acc and l multiplied by the same rounded c, at most `chain` of them,
  *    each one rounding of each: <= 2 chain u in the ratio) and the combine's expf (2 x 3u),
  *    the division (u) and the gate (sigmoid 3u, product u).
@@ -38,7 +39,6 @@
 #include <string.h>
 
 #include "src/model_cuda/attn_lab.h"
-#include "src/model_cuda/mc_kernels.h"
 #include "src/model_cuda/mc_ref.h"
 
 #define CK_R 4
@@ -70,12 +70,13 @@ static int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen) 
   return -1;
 }
 
-/* The sequential chain of the variant's sums at n positions (see the argument above). */
-static double chain_of(int variant, int64_t n, int nsplit) {
-  if (variant == ATTN_LAB_SHIPPED) return (double)MC_ATTN_CHUNK + (double)((n + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK);
+/* The sequential chain of the sums at n positions and nsplit splits (see the argument above):
+ * the same for every variant. NG = 8 warps x 32 / (D / 4) lanes, at most 64 (D = 16). */
+static double chain_of(int64_t n, int nsplit, int D) {
   int64_t len = (n + nsplit - 1) / nsplit;
   if (len < 16) len = 16;
-  return (double)len + 16.0 + (double)nsplit;
+  const int lp = D / 4 < 32 ? D / 4 : 32;
+  return (double)len + (double)(8 * 32 / lp) + (double)nsplit;
 }
 
 typedef struct {
@@ -128,12 +129,12 @@ static void reference64(ck_inputs *c) {
 }
 
 /* Folds one GPU output into the result. */
-static void judge(const ck_inputs *c, int variant, int nsplit, const float *og /* [R][nH][D] */,
+static void judge(const ck_inputs *c, int nsplit, const float *og /* [R][nH][D] */,
                   attn_check_result *res) {
   const double u = ldexp(1.0, -24);
   for (int r = 0; r < CK_R; r++) {
     const int64_t n = ck_pos[r] + 1;
-    const double chain_g = chain_of(variant, n, nsplit), chain_c = (double)n;
+    const double chain_g = chain_of(n, nsplit, c->D), chain_c = (double)n;
     for (int h = 0; h < c->nH; h++) {
       const double sb = c->relb_s[r * c->nH + h];
       const double bg = (6.0 * chain_g + 64.0) * u + sb, bc = (6.0 * chain_c + 64.0) * u + sb;
@@ -214,7 +215,7 @@ int attn_check_variant(int variant, int nH, int nKV, int D, int gated, int nspli
   /* device copies, and a second cache whose row perm[r] holds token row r's history: read
      through cache_row = perm it must give the same outputs */
   const size_t nq = (size_t)CK_R * c.qd, nc = (size_t)CK_R * CK_CTX * c.kvd, row = (size_t)CK_CTX * c.kvd;
-  const size_t scratch = attn_lab_scratch_floats(variant, CK_R, nH, D, CK_CTX, nsplit);
+  const size_t scratch = attn_lab_scratch_floats(CK_R, nH, D, nsplit);
   float *dq = NULL, *dk = NULL, *dv = NULL, *dkp = NULL, *dvp = NULL, *dg = NULL, *dsc = NULL, *dout = NULL;
   int *dpos = NULL, *dperm = NULL;
   float *og = malloc(nq * sizeof(float));
@@ -243,7 +244,6 @@ int attn_check_variant(int variant, int nH, int nKV, int D, int gated, int nspli
   if (cuda_fail(cudaMemcpy(dperm, perm, sizeof perm, cudaMemcpyHostToDevice), "upload", err, errlen)) goto done;
   res->ok = 1;
   for (int way = 0; way < 2; way++) { /* cache_row NULL, then the permutation */
-    if (way == 1 && variant == ATTN_LAB_SHIPPED) break;
     /* a poisoned output: a kernel that writes nothing fails */
     cudaMemset(dout, 0xff, nq * 4);
     int lrc = attn_lab_decode(variant, dq, way ? dkp : dk, way ? dvp : dv, dpos, way ? dperm : NULL,
@@ -260,7 +260,7 @@ int attn_check_variant(int variant, int nH, int nKV, int D, int gated, int nspli
     }
     if (cuda_fail(cudaMemcpy(og, dout, nq * 4, cudaMemcpyDeviceToHost), "kernel", err, errlen)) goto done;
     res->ran = 1;
-    judge(&c, variant, nsplit, og, res);
+    judge(&c, nsplit, og, res);
   }
   rc = 0;
 done:

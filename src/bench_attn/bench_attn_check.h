@@ -22,8 +22,8 @@ typedef struct {
 } attn_check_result;
 
 /* Checks `variant` at (nH, nKV, D, gated) with split count nsplit on 4 rows at positions 0, 777,
- * 4096 and max_ctx - 1 (max_ctx = 8192), with cache_row NULL and, where the variant takes it, a
- * permutation of the cache rows. Returns 0 (result in *res) or -1 on a CUDA or allocation error
+ * 4096 and max_ctx - 1 (max_ctx = 8192), with cache_row NULL and with a permutation of the
+ * cache rows. Returns 0 (result in *res) or -1 on a CUDA or allocation error
  * (message in err). */
 int attn_check_variant(int variant, int nH, int nKV, int D, int gated, int nsplit,
                        attn_check_result *res, char *err, size_t errlen);

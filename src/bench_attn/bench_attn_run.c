@@ -1,7 +1,8 @@
 /* The timing run of `bench attention` (bench_attn.h; method in docs/bench-attention.md).
  *
  * Per (shape, rows R): the split count of variants 2-4 (--splits or attn_lab_splits for R rows at
- * the largest position), then every variant checked (bench_attn_check.h; a failing or refusing
+ * the largest position; variant 1, the shipped decode, always at the runtime's own count
+ * attn_lab_splits_shipped), then every variant checked (bench_attn_check.h; a failing or refusing
  * variant is not timed), then one allocation of K and V for R rows up to the largest position,
  * filled on the device with uniform(-1, 1) (never 0), and per position P (every row at pos = P - 1)
  * each variant: warm-up launches, then reps launches each preceded by a read of 2 x L2 bytes
@@ -135,11 +136,19 @@ done:
   return med;
 }
 
+/* The split count variant v runs at: the runtime's for the shipped decode (what a model batch
+ * fixes), nsplit (--splits or attn_lab_splits) for the lab's variants. */
+static int splits_of(int v, int nsplit, const ba_shape *s, int sms) {
+  return v == ATTN_LAB_SHIPPED ? attn_lab_splits_shipped(s->nKV, sms) : nsplit;
+}
+
 /* Checks every variant; passed[v] = 1 for those to time. Returns the failures. */
-static int check_all(const ba_shape *s, int nsplit, const ba_options *o, int *passed /* [NVARIANTS + 1] */) {
+static int check_all(const ba_shape *s, int nsplit_lab, int sms, const ba_options *o,
+                     int *passed /* [NVARIANTS + 1] */) {
   int fails = 0;
   for (int i = 0; i < o->nvariants; i++) {
     const int v = o->variants[i];
+    const int nsplit = splits_of(v, nsplit_lab, s, sms);
     attn_check_result res;
     char err[256] = "";
     if (attn_check_variant(v, s->nH, s->nKV, s->D, s->gated, nsplit, &res, err, sizeof err) != 0) {
@@ -167,13 +176,15 @@ static int run_config(const ba_shape *s, int R, int sms, double copy, const ba_o
   for (int i = 0; i < o->npositions; i++)
     if (o->positions[i] > Pmax) Pmax = o->positions[i];
   const int nsplit = o->splits > 0 ? o->splits : attn_lab_splits(R, s->nKV, Pmax, sms);
-  printf("\n%s (%s): R=%d rows, nH=%d nKV=%d D=%d%s; variants 2-4 with %d splits per (row, kv head)\n", s->key,
-         s->name, R, s->nH, s->nKV, s->D, s->gated ? " gated" : "", nsplit);
+  printf("\n%s (%s): R=%d rows, nH=%d nKV=%d D=%d%s; variants 2-4 with %d splits per (row, kv head), "
+         "shipped with %d\n",
+         s->key, s->name, R, s->nH, s->nKV, s->D, s->gated ? " gated" : "", nsplit,
+         attn_lab_splits_shipped(s->nKV, sms));
   int passed[ATTN_LAB_NVARIANTS + 1] = {0};
-  int rc = check_all(s, nsplit, o, passed) ? 1 : 0;
+  int rc = check_all(s, nsplit, sms, o, passed) ? 1 : 0;
   size_t scratch = 0;
   for (int v = 1; v <= ATTN_LAB_NVARIANTS; v++) {
-    size_t f = attn_lab_scratch_floats(v, R, s->nH, s->D, Pmax, nsplit);
+    size_t f = attn_lab_scratch_floats(R, s->nH, s->D, splits_of(v, nsplit, s, sms));
     if (f > scratch) scratch = f;
   }
   ba_bufs b;
@@ -197,7 +208,8 @@ static int run_config(const ba_shape *s, int R, int sms, double copy, const ba_o
     for (int k = 0; k < o->nvariants; k++) {
       const int v = o->variants[k];
       if (!passed[v]) continue;
-      const double us = time_variant(&b, s, R, Pmax, nsplit, v, o);
+      const int ns = splits_of(v, nsplit, s, sms);
+      const double us = time_variant(&b, s, R, Pmax, ns, v, o);
       if (us < 0) {
         rc = 1;
         break;
@@ -207,7 +219,7 @@ static int run_config(const ba_shape *s, int R, int sms, double copy, const ba_o
         rc = 1;
         break;
       }
-      *x = (ba_point){s->key, R, v == ATTN_LAB_SHIPPED ? 0 : nsplit, v, P, us, bytes, bytes / (us * 1e3), 0.0, 0};
+      *x = (ba_point){s->key, R, ns, v, P, us, bytes, bytes / (us * 1e3), 0.0, 0};
       x->pct = 100.0 * x->gbps / copy;
       if (best < 0 || us < ps->p[best].us) best = ps->n - 1;
       printf("%-8s %5d %8lld %-9s %6d %10.2f %12.4g %8.1f %6.1f%%\n", s->key, R, (long long)P, attn_lab_name(v),

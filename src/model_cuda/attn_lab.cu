@@ -1,5 +1,6 @@
-/* The attention lab's entry point (attn_lab.h): variant 1 is mc_attn_decode; variants 2-4 launch
- * their partial kernel (attn_lab_v2.cu, attn_lab_v3.cu) and then the combine below. */
+/* The attention lab's entry point (attn_lab.h): variant 1 is mc_attn_decode (the shipped decode,
+ * which is variant 4 called from mc_attn.cu); variants 2-4 launch their partial kernel
+ * (attn_lab_v2.cu, attn_lab_v3.cu) and then the combine below. */
 #include "src/model_cuda/attn_lab.h"
 
 #include "src/model_cuda/attn_lab_stream.cuh"
@@ -8,9 +9,9 @@
 
 namespace {
 
-/* One block per (head, row), thread per d, splits in ascending order: M = max m_c,
- * L = sum l_c expf(m_c - M), o = (sum acc_c expf(m_c - M)) / L, then the Qwen gate; the shipped
- * combine's arithmetic over the splits actually used at pos[r]. */
+/* One block per (head, row), thread per d, splits in ascending order over the splits actually
+ * used at pos[r]: M = max m_c, L = sum l_c expf(m_c - M), o = (sum acc_c expf(m_c - M)) / L,
+ * then the Qwen gate. */
 __global__ void lab_combine_kernel(const float *part_ml /* [R][nH][nsplit][2] */,
                                    const float *part_acc /* [R][nH][nsplit][D] */,
                                    const int *pos /* [R] */, const float *gate_src /* [R][ldgate] */,
@@ -41,9 +42,9 @@ extern "C" int attn_lab_decode(int variant, const float *q, const float *kcache,
                                int64_t max_ctx, const float *gate_src, int64_t ldgate,
                                float *scratch, float *o, int R, int nH, int nKV, int D, int nsplit,
                                void *stream) {
-  const int64_t chunks = variant == ATTN_LAB_SHIPPED ? (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK
-                                                     : nsplit;
-  float *acc = scratch + (size_t)(R > 0 ? R : 0) * nH * chunks * 2;
+  if (R < 1) return 0;
+  if (nsplit < 1) return -2;
+  float *acc = scratch + attn_lab_ml_floats(R, nH, nsplit); /* 16-byte aligned */
   return attn_lab_decode_parts(variant, q, kcache, vcache, pos, cache_row, max_ctx, gate_src,
                                ldgate, scratch, acc, o, R, nH, nKV, D, nsplit, stream);
 }
@@ -56,12 +57,10 @@ extern "C" int attn_lab_decode_parts(int variant, const float *q, const float *k
   if (R < 1) return 0;
   if (nKV < 1 || nH % nKV != 0 || R > 65535) return -2;
   cudaStream_t s = mc::as_stream(stream);
-  if (variant == ATTN_LAB_SHIPPED) {
-    if (cache_row) return -2; /* the shipped kernel reads cache row r */
-    return mc_attn_decode(q, kcache, vcache, pos, max_ctx, gate_src, ldgate, part_ml, part_acc, o,
-                          R, nH, nKV, D, stream);
-  }
   if (!attn_lab_shape_ok(nH, nKV, D) || nsplit < 1) return -2;
+  if (variant == ATTN_LAB_SHIPPED) /* whatever the runtime ships (mc_attn.cu) */
+    return mc_attn_decode(q, kcache, vcache, pos, cache_row, max_ctx, gate_src, ldgate, part_ml,
+                          part_acc, o, R, nH, nKV, D, nsplit, stream);
   attn_lab::Args a;
   a.q = q;
   a.kcache = kcache;

@@ -1,12 +1,15 @@
-/* Attention-decode lab (issue 18; docs/bench-attention.md): variants of the split-K decode of
- * mc_attn_decode (mc_kernels.h) designed for the bytes, timed against the copy bandwidth by
- * `replayssm bench attention` and checked against mc_ref_attn_decode by gpu_check_attn_lab.
- * The winner is swapped into mc_attn.cu afterwards (docs/bench-attention.md says how); until then
- * nothing of the model runtime calls this file.
+/* Attention-decode lab (issue 18; docs/bench-attention.md): variants of the split-K decode
+ * designed for the bytes, timed against the copy bandwidth by `replayssm bench attention` and
+ * checked against mc_ref_attn_decode by gpu_check_attn_lab. Variant 4 (multipos) won the first
+ * measurement (H200, 2026-12-02) and is the shipped decode: mc_attn_decode (mc_kernels.h,
+ * mc_attn.cu) calls it at the split count attn_lab_splits_shipped; the other variants stay here
+ * for the comparison.
  *
  * Variants (all fp32, --fmad=false, expf as the CUDA runtime gives it):
- *   1 shipped   mc_attn_decode itself (chunks of MC_ATTN_CHUNK = 256 positions, warp per
- *               position, scores then weights through shared memory); no cache_row.
+ *   1 shipped   mc_attn_decode as the runtime calls it: variant 4 at the split count the caller
+ *               passes (the bench and the check pass attn_lab_splits_shipped, the runtime's).
+ *               The pre-issue-18 kernel (chunks of 256 positions, warp per position) is gone;
+ *               its numbers are in docs/bench-attention.md.
  *   2 stream    a fixed number of splits nsplit per (row, kv head), each split a contiguous run of
  *               ceil((pos+1) / nsplit) positions (so every SM has work at every position, and
  *               graph replay at any position works: the split length is computed on the device
@@ -19,10 +22,11 @@
  *   4 multipos  variant 2 with four positions per lane group in flight: all eight 16-byte
  *               loads (K and V of four positions) are issued before the first is used (more
  *               bytes in flight per warp for the same occupancy).
- * Variants 2-4 share the combine kernel (one block per (head, row), splits in ascending order,
- * then the Qwen gate) and the scratch layout part_ml [R][nH][nsplit][2], part_acc
- * [R][nH][nsplit][D]; their summation order depends on nsplit (fixed per launch), never on the
- * timing, so a launch is deterministic.
+ * Every variant uses the same combine kernel (one block per (head, row), splits in ascending
+ * order, then the Qwen gate) and the scratch layout part_ml [R][nH][nsplit][2], part_acc
+ * [R][nH][nsplit][D]; their summation order depends on nsplit (fixed per launch) and pos[r],
+ * never on the timing nor on the other rows, so a launch is deterministic and a row's output
+ * does not depend on how many rows share the launch.
  *
  * cache_row [R] (or NULL = identity): token row r reads the K/V cache rows of cache row
  * cache_row[r] (the speculative path's indirection); q, pos, gate and out stay indexed by r. */
@@ -50,20 +54,33 @@ int attn_lab_parse(const char *text);
  * split holds at least 16 positions at max_ctx). Pure C (the bench prints it). */
 int attn_lab_splits(int R, int nKV, int64_t max_ctx, int sms);
 
-/* Floats of scratch a variant needs: (2 + D) R nH nchunks, nchunks = ceil(max_ctx / 256) for
- * variant 1 and nsplit for the others. Pure C. */
-size_t attn_lab_scratch_floats(int variant, int R, int nH, int D, int64_t max_ctx, int nsplit);
+/* The split count of the shipped decode (mc_attn_decode in the model runtime), fixed when a batch
+ * is built: one row alone puts at least one block on every SM, n0 = ceil(sms / nKV), then the
+ * count in [n0, 4 n0] whose nKV nsplit blocks spread most evenly over the SMs (the smallest on
+ * ties). It depends on the model's kv heads and the device only, never on the row count nor on
+ * max_ctx: the summation order depends on nsplit, so a row must see the same count in a plain
+ * run, its shards (fewer rows), its resume and a spec batch (max_ctx N + T); see
+ * docs/bench-attention.md, "Shipped". 132 SMs: nKV 2 -> 66, 4 -> 33, 8 -> 33. Pure C. */
+int attn_lab_splits_shipped(int nKV, int sms);
 
-/* Whether variants 2-4 have a compiled instance for (D, rep = nH / nKV): D in {64, 128, 256},
- * rep in {1, 2, 4, 5, 8}. Pure C. */
+/* Floats of scratch of attn_lab_decode: part_ml R nH nsplit 2 floats rounded up to a multiple
+ * of 4 (so that part_acc, which follows, is 16-byte aligned as in the runtime's own allocation),
+ * then part_acc R nH nsplit D. attn_lab_ml_floats is the first part. Pure C. */
+size_t attn_lab_ml_floats(int R, int nH, int nsplit);
+size_t attn_lab_scratch_floats(int R, int nH, int D, int nsplit);
+
+/* Whether every variant has a compiled instance for (D, rep = nH / nKV): D in {16, 32, 64, 128,
+ * 256} (16 and 32: the transformers fixtures), rep in {1, 2, 4, 5, 8}. The model runtime refuses
+ * other attention shapes at upload ("not supported on the GPU"). Pure C. */
 int attn_lab_shape_ok(int nH, int nKV, int D);
 
 #ifdef RSSM_HAVE_CUDA
 /* o[r][h] = softmax_j(q[r][h] . k_j / sqrt(D)) v_j over j <= pos[r], k_j and v_j of kv head
  * h / (nH / nKV) of cache row cache_row[r] (or r); gated (gate_src non-NULL): o *= sigmoid(gate)
  * with the gates at gate_src[r * ldgate + nH * D + h * D + d] (mc_attn_decode's convention).
- * scratch: attn_lab_scratch_floats floats. Returns 0, -1 on a launch error, -2 when the variant
- * does not support the arguments (variant 1 with cache_row, a shape without an instance). */
+ * q, kcache, vcache 16-byte aligned (float4 loads). scratch: attn_lab_scratch_floats floats.
+ * Returns 0, -1 on a launch error, -2 when the arguments are not supported (a shape without an
+ * instance, nsplit < 1, R > 65535). */
 int attn_lab_decode(int variant, const float *q /* [R][nH][D] */,
                     const float *kcache /* [Rc][max_ctx][nKV][D] */,
                     const float *vcache /* [Rc][max_ctx][nKV][D] */, const int *pos /* [R] */,
@@ -72,15 +89,15 @@ int attn_lab_decode(int variant, const float *q /* [R][nH][D] */,
                     float *scratch /* [attn_lab_scratch_floats] */, float *o /* [R][nH][D] */,
                     int R, int nH, int nKV, int D, int nsplit, void *stream);
 /* The same with the two scratch arrays apart, as mc_model.cu allocates them for mc_attn_decode:
- * part_ml [R][nH][chunks][2], part_acc [R][nH][chunks][D] (chunks as attn_lab_scratch_floats);
- * the form the winner is called in once it replaces mc_attn_decode's body. */
+ * part_ml [R][nH][nsplit][2], part_acc [R][nH][nsplit][D]; mc_attn_decode's body is this call
+ * with variant 4. */
 int attn_lab_decode_parts(int variant, const float *q /* [R][nH][D] */,
                           const float *kcache /* [Rc][max_ctx][nKV][D] */,
                           const float *vcache /* [Rc][max_ctx][nKV][D] */, const int *pos /* [R] */,
                           const int *cache_row /* [R] or NULL */, int64_t max_ctx,
                           const float *gate_src /* [R][ldgate] or NULL */, int64_t ldgate,
-                          float *part_ml /* [R][nH][chunks][2] */,
-                          float *part_acc /* [R][nH][chunks][D] */, float *o /* [R][nH][D] */,
+                          float *part_ml /* [R][nH][nsplit][2] */,
+                          float *part_acc /* [R][nH][nsplit][D] */, float *o /* [R][nH][D] */,
                           int R, int nH, int nKV, int D, int nsplit, void *stream);
 #endif
 

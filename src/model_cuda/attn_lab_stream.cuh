@@ -5,7 +5,8 @@
  * Lane groups. A K or V row of one kv head is D contiguous floats = D / 4 float4. A group of
  * LP = min(32, D / 4) lanes owns one position at a time, lane `sub` of the group holding float4
  * sub, sub + LP, ... (VPL = D / (4 LP) of them): consecutive lanes read consecutive 16 bytes, so
- * a group's load of a row is fully coalesced. D = 64: two groups per warp; D >= 128: one.
+ * a group's load of a row is fully coalesced. D = 16, 32, 64: 8, 4, 2 groups per warp (the
+ * transformers fixtures have D = 16 and 32); D >= 128: one.
  *
  * Arithmetic of one group (fp32, --fmad=false), per position j in ascending order and head h of
  * the GQA group: s = (sum over the lane's 4 VPL products in ascending d, then the xor butterfly
@@ -44,7 +45,7 @@ template <int D> struct Geo {
   static constexpr int PPW = 32 / LP;            /* positions (groups) per warp */
   static constexpr int VPL = F4 / LP;            /* float4 per lane */
   static constexpr int NG = WARPS * PPW;         /* groups per block */
-  static_assert(F4 % LP == 0 && 32 % LP == 0, "D must be 64, 128 or 256");
+  static_assert(F4 % LP == 0 && 32 % LP == 0, "D must be 16, 32, 64, 128 or 256");
 };
 
 /* One group's state for REP heads: its query slices, running max, sum and accumulator. */
@@ -251,6 +252,8 @@ int attn_lab_launch_cpasync(const attn_lab::Args &a, int D, int rep, int R, cuda
   }
 #define ATTN_LAB_DISPATCH(D, rep, LAUNCH)                                                       \
   switch (D) {                                                                                 \
+    case 16: ATTN_LAB_DISPATCH_REP(16, rep, LAUNCH)                                            \
+    case 32: ATTN_LAB_DISPATCH_REP(32, rep, LAUNCH)                                            \
     case 64: ATTN_LAB_DISPATCH_REP(64, rep, LAUNCH)                                            \
     case 128: ATTN_LAB_DISPATCH_REP(128, rep, LAUNCH)                                          \
     case 256: ATTN_LAB_DISPATCH_REP(256, rep, LAUNCH)                                          \

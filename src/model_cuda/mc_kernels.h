@@ -110,23 +110,24 @@ int mc_qk_prepare_t(const float *qkv /* [RT][ldqkv] */, int64_t ldqkv, int gated
                     float *vcache /* [RT/tpr][max_ctx][nKV][D] */, int64_t max_ctx, int RT,
                     int tpr, int nH, int nKV, int D, void *stream);
 
-/* Split-K attention decode: o[r][h] = softmax_j(q . k_j / sqrt(D)) v_j over j <= pos[r], GQA
- * (head h reads kv head h / (nH / nKV)); gated: o *= sigmoid(gate) with the gates at column
- * nH*D of qkv. Chunks of MC_ATTN_CHUNK positions; the grid is sized for max_ctx and chunks past
- * pos[r] exit at once (graph replay at any position). Scratch: part_ml [R][nH][nchunk][2],
- * part_acc [R][nH][nchunk][D], nchunk = ceil(max_ctx / MC_ATTN_CHUNK). */
-#define MC_ATTN_CHUNK 256
-int mc_attn_decode(const float *q /* [R][nH][D] */, const float *kcache, const float *vcache,
-                   const int *pos /* [R] */, int64_t max_ctx, const float *gate_src /* qkv or NULL */,
-                   int64_t ldgate, float *part_ml, float *part_acc, float *o /* [R][nH][D] */,
-                   int R, int nH, int nKV, int D, void *stream);
-
-/* The same for RT token rows reading cache row r / tpr over j <= pos[r] (tpr = 1:
- * mc_attn_decode). Scratch part_ml [RT][nH][nchunk][2], part_acc [RT][nH][nchunk][D]. */
-int mc_attn_decode_t(const float *q /* [RT][nH][D] */, const float *kcache, const float *vcache,
-                     const int *pos /* [RT] */, int64_t max_ctx, const float *gate_src,
-                     int64_t ldgate, float *part_ml, float *part_acc, float *o /* [RT][nH][D] */,
-                     int RT, int tpr, int nH, int nKV, int D, void *stream);
+/* Split-K attention decode (the attention lab's multipos variant, mc_attn.cu):
+ * o[r][h] = softmax_j(q . k_j / sqrt(D)) v_j over j <= pos[r], GQA (head h reads kv head
+ * h / (nH / nKV)) of cache row cache_row[r] (NULL: r; a spec batch's drafts share their state
+ * row's cache); gated: o *= sigmoid(gate) with the gates at column nH*D of qkv. nsplit splits
+ * per (row, kv head), each of ceil((pos[r] + 1) / nsplit) positions (at least 16) computed on
+ * the device, so the grid is the same at every position (graph replay); nsplit is fixed when
+ * the batch is built, attn_lab_splits_shipped(nKV, SM count) (attn_lab.h: it must not depend
+ * on R nor max_ctx, the summation order does on it). Shapes: attn_lab_shape_ok (D in 16..256,
+ * rep in {1, 2, 4, 5, 8}); q, kcache, vcache 16-byte aligned. Scratch: part_ml
+ * [R][nH][nsplit][2], part_acc [R][nH][nsplit][D]. */
+int mc_attn_decode(const float *q /* [R][nH][D] */,
+                   const float *kcache /* [Rc][max_ctx][nKV][D] */,
+                   const float *vcache /* [Rc][max_ctx][nKV][D] */, const int *pos /* [R] */,
+                   const int *cache_row /* [R] or NULL */, int64_t max_ctx,
+                   const float *gate_src /* qkv [R][ldgate] or NULL */, int64_t ldgate,
+                   float *part_ml /* [R][nH][nsplit][2] */,
+                   float *part_acc /* [R][nH][nsplit][D] */, float *o /* [R][nH][D] */, int R,
+                   int nH, int nKV, int D, int nsplit, void *stream);
 
 /* act[r][i] = silu(gu[r][i]) * gu[r][I + i] (SwiGLU; gu = gate | up) or, relu2, with gu = up:
  * act = max(up, 0)^2. */

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "src/io/errbuf.h"
+#include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_fit.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_model_internal.cuh"
@@ -160,6 +161,8 @@ int block_upload(mc_model *g, const model *m, const model_block_w *w, mc_block *
     }
     case BK_QATTN:
     case BK_NATTN: {
+      /* the shipped decode has compiled instances for these shapes only (attn_lab.h) */
+      if (!attn_lab_shape_ok((int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim)) return 1;
       const int gated = w->kind == BK_QATTN;
       const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
       const int64_t qrows = gated ? 2 * qd : qd;
@@ -235,6 +238,11 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   if (!g) return rssm_fail(err, errlen, "out of host memory"), RSSM_ERR_IO;
   g->cpu = m;
   g->prec = prec;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      g->sms < 1)
+    g->sms = 1; /* no device: the first allocation below fails and says so */
   const model_config *c = &m->cfg;
   const int64_t H = c->H, V = c->V;
   g->nblocks = m->nblocks;
@@ -433,7 +441,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
                 b->blas_ws, b->xb, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
                 b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so, b->n_d, b->a_d,
-                b->ref_row_d};
+                b->ref_row_d, b->cache_row_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -457,7 +465,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
 /* The sizes mc_batch_build allocates by: the largest per-row widths of the SSM and attention
  * layers, and the device bytes the whole batch needs (an estimate that ignores the SSM ring). */
 typedef struct {
-  int64_t need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols;
+  int64_t need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols;
 } batch_sizes;
 
 /* R state rows with T token rows each (scratch per token row, states per state row). */
@@ -470,7 +478,7 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
   int64_t need = 3 * Rp * H * F + Rp * (g->max_in_rows + g->max_out_cols + V) * F;
   int64_t max_conv = 0, max_heads = 1, max_vd = 1, max_gk = 1;
   const int64_t kvd = c->n_kv_heads * c->head_dim, qd = c->n_heads * c->head_dim;
-  const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
+  const int64_t nsplit = attn_lab_splits_shipped((int)c->n_kv_heads, g->sms);
   for (int i = 0; i < nb; i++) {
     const int kind = m->blocks[i].kind;
     if (kind == BK_GDN || kind == BK_MAMBA2) {
@@ -488,13 +496,15 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
       need += 2 * R * max_ctx * kvd * F;
     }
   }
-  if (m->n_attn > 0) need += RT * c->n_heads * nchunk * (2 + c->head_dim) * F + RT * qd * F;
+  /* attention: split-K scratch, queries, and a spec batch's cache-row map */
+  if (m->n_attn > 0)
+    need += RT * c->n_heads * nsplit * (2 + c->head_dim) * F + RT * qd * F + (T > 1 ? RT * 4 : 0);
   /* per token row: conv output, engine inputs and outputs, metrics (MoE scratch not counted) */
   need += RT * (max_conv + 2 * max_heads + 2 * max_vd + 2 * max_gk) * F + RT * 64;
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16) need += Rp * gemm_cols * 2;
-  batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nchunk, gemm_cols};
+  batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols};
   return z;
 }
 
@@ -607,7 +617,7 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   const model_config *c = &m->cfg;
   const int64_t H = c->H, V = c->V, F = (int64_t)sizeof(float);
   const int64_t max_conv = z->max_conv, max_heads = z->max_heads, max_vd = z->max_vd,
-                max_gk = z->max_gk, qd = z->qd, nchunk = z->nchunk, gemm_cols = z->gemm_cols;
+                max_gk = z->max_gk, qd = z->qd, nsplit = z->nsplit, gemm_cols = z->gemm_cols;
   int ok;
   ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->u, Rp * H * F) == 0 &&
        DALLOC(b, b->y, Rp * H * F) == 0 && DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
@@ -627,9 +637,24 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
   }
   if (ok && m->n_attn > 0) {
+    /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */
+    b->nsplit = (int)nsplit;
     ok = DALLOC(b, b->aq, R * qd * F) == 0 &&
-         DALLOC(b, b->part_ml, R * c->n_heads * nchunk * 2 * F) == 0 &&
-         DALLOC(b, b->part_acc, R * c->n_heads * nchunk * c->head_dim * F) == 0;
+         DALLOC(b, b->part_ml, R * c->n_heads * nsplit * 2 * F) == 0 &&
+         DALLOC(b, b->part_acc, R * c->n_heads * nsplit * c->head_dim * F) == 0;
+    if (ok && b->T > 1) {
+      /* token row r of a spec batch attends over state row r / T's cache (mc_attn_decode's
+       * cache_row); fixed for the batch, so uploaded once here */
+      int *map = (int *)malloc((size_t)R * sizeof(int));
+      ok = map && DALLOC(b, b->cache_row_d, R * 4) == 0;
+      for (int r = 0; ok && r < R; r++) map[r] = r / b->T;
+      /* a pageable copy may still be in flight when cudaMemcpy returns: synchronise before the
+       * non-blocking streams read it */
+      ok = ok && cudaMemcpy(b->cache_row_d, map, (size_t)R * sizeof(int), cudaMemcpyHostToDevice) ==
+                     cudaSuccess &&
+           cudaDeviceSynchronize() == cudaSuccess;
+      free(map);
+    }
     const int half = (int)(c->rotary_dim / 2);
     if (ok && half > 0) {
       float *hc = (float *)malloc((size_t)(max_ctx * half) * sizeof(float));
@@ -899,10 +924,10 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                    b->rope_sin, gated ? (int)c->rotary_dim : 0, eps, b->pos_d,
                                    b->aq, b->kc[i], b->vc[i], b->max_ctx, R, T, (int)c->n_heads,
                                    (int)c->n_kv_heads, (int)c->head_dim, s);
-        rc = rc || mc_attn_decode_t(b->aq, b->kc[i], b->vc[i], b->pos_d, b->max_ctx,
-                                    gated ? b->proj : nullptr, w->in_rows, b->part_ml,
-                                    b->part_acc, b->act, R, T, (int)c->n_heads,
-                                    (int)c->n_kv_heads, (int)c->head_dim, s);
+        rc = rc || mc_attn_decode(b->aq, b->kc[i], b->vc[i], b->pos_d, b->cache_row_d,
+                                  b->max_ctx, gated ? b->proj : nullptr, w->in_rows, b->part_ml,
+                                  b->part_acc, b->act, R, (int)c->n_heads, (int)c->n_kv_heads,
+                                  (int)c->head_dim, b->nsplit, s);
         break;
       }
       case BK_SWIGLU:

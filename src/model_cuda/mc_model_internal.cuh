@@ -65,6 +65,7 @@ struct mc_model {
   int64_t max_in_rows, max_out_cols;
   /* MoE maxima over the blocks (0 without MoE) */
   int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
+  int sms;           /* multiprocessors of the device (the attention's split count) */
 };
 
 struct mc_batch {
@@ -102,7 +103,12 @@ struct mc_batch {
   float *e_v, *e_o;          /* [R][max H*dv] engine input v and output */
   float *e_k, *e_q;          /* [R][max G*dk] */
   float *aq;                 /* [R][nH][D] attention queries */
-  float *part_ml, *part_acc; /* split-K scratch (mc_attn_decode) */
+  /* mc_attn_decode's split count, fixed at build (attn_lab_splits_shipped: the model and the
+   * device only, so every batch of a run, its shards and resumes sum in one order) */
+  int nsplit;
+  float *part_ml;            /* [RT][nH][nsplit][2] split-K scratch (mc_attn_decode) */
+  float *part_acc;           /* [RT][nH][nsplit][D] */
+  int *cache_row_d;          /* device [RT] cache row r / T of token row r (spec); NULL if T = 1 */
   float *logits;             /* [Rpad][V] */
   float *rope_cos, *rope_sin;/* [max_ctx][rd/2], host-computed (bit-identical RoPE) */
   /* MoE scratch (NULL without MoE blocks) */

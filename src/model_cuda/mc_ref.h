@@ -40,7 +40,8 @@ void mc_ref_qk_prepare(const float *qkv, int64_t ldqkv, int gated, const float *
 void mc_ref_attn_decode(const float *q, const float *kcache, const float *vcache, const int *pos,
                         int64_t max_ctx, const float *gate_src, int64_t ldgate, float *o, int R,
                         int nH, int nKV, int D);
-/* tpr token rows per cache row (mc_qk_prepare_t, mc_attn_decode_t); tpr = 1: the above. */
+/* tpr token rows per cache row (mc_qk_prepare_t; mc_attn_decode with cache_row[r] = r / tpr, as
+ * a spec batch passes it); tpr = 1: the above. */
 void mc_ref_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_norm,
                          const float *k_norm, const float *rope_cos, const float *rope_sin,
                          int rd, float eps, const int *pos, float *q, float *kcache,

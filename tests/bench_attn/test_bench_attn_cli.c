@@ -79,11 +79,36 @@ Test(attn_lab, names_parse_and_sizes) {
   }
   cr_assert_eq(attn_lab_parse("5"), 0);
   cr_assert_null(attn_lab_name(0));
-  /* variant 1: ceil(max_ctx / 256) chunks; the others nsplit; (2 + D) floats each */
-  cr_assert_eq(attn_lab_scratch_floats(1, 36, 4, 64, 131072, 7), (size_t)36 * 4 * 512 * 66);
-  cr_assert_eq(attn_lab_scratch_floats(2, 36, 4, 64, 131072, 7), (size_t)36 * 4 * 7 * 66);
+  /* every variant nsplit partials of (2 + D) floats per (row, head); part_ml rounded up to a
+     multiple of 4 floats so that part_acc after it is 16-byte aligned */
+  cr_assert_eq(attn_lab_scratch_floats(36, 4, 64, 7), (size_t)36 * 4 * 7 * 66);
+  cr_assert_eq(attn_lab_ml_floats(1, 1, 1), (size_t)4);
+  cr_assert_eq(attn_lab_ml_floats(1, 1, 3), (size_t)8);
+  cr_assert_eq(attn_lab_scratch_floats(1, 1, 16, 3), (size_t)8 + 3 * 16);
+  for (int n = 1; n < 40; n++) cr_assert_eq(attn_lab_ml_floats(3, 5, n) % 4, (size_t)0);
   cr_assert(attn_lab_shape_ok(16, 4, 256) && attn_lab_shape_ok(40, 8, 128) && attn_lab_shape_ok(4, 2, 64));
+  /* the transformers fixtures' shapes (the GPU runtime runs them through the shipped decode) */
+  cr_assert(attn_lab_shape_ok(4, 2, 32) && attn_lab_shape_ok(4, 2, 16));
   cr_assert(!attn_lab_shape_ok(12, 4, 256) && !attn_lab_shape_ok(16, 4, 96) && !attn_lab_shape_ok(6, 4, 64));
+  cr_assert(!attn_lab_shape_ok(4, 2, 8) && !attn_lab_shape_ok(4, 2, 512));
+}
+
+/* The shipped split count: one row puts at least one block on every SM, spread evenly; it has
+ * neither R nor max_ctx among its arguments (row-count invariance, spec batches). */
+Test(attn_lab, split_count_shipped) {
+  cr_assert_eq(attn_lab_splits_shipped(2, 132), 66);  /* the fixture models: 132 blocks */
+  cr_assert_eq(attn_lab_splits_shipped(4, 132), 33);  /* Qwen3.5-4B: 132 */
+  cr_assert_eq(attn_lab_splits_shipped(8, 132), 33);  /* Nemotron-3-Nano-4B: 264 (17 gives 136) */
+  cr_assert_eq(attn_lab_splits_shipped(1, 132), 132);
+  for (int sms = 1; sms <= 160; sms++)
+    for (int nkv = 1; nkv <= 16; nkv++) {
+      const int n = attn_lab_splits_shipped(nkv, sms);
+      const int n0 = (sms + nkv - 1) / nkv;
+      cr_assert(n >= n0 && n <= 4 * n0, "nKV=%d sms=%d: %d splits", nkv, sms, n);
+      cr_assert((long)nkv * n >= sms);
+    }
+  cr_assert_eq(attn_lab_splits_shipped(0, 132), 1);
+  cr_assert_eq(attn_lab_splits_shipped(4, 0), 1);
 }
 
 /* The split count: at least 4 blocks per SM, the most even spread over the SMs, capped so that a

@@ -9,8 +9,14 @@
  *  - gates alpha = exp(-exp(A_log) softplus(.)): the exponent carries ~6 ulp relative, i.e. an
  *    absolute error of ~6 ulp x |g| in the final exp's argument; |g| < 20 here, so 2e-5
  *    relative on alpha, 1e-6 on beta and delta-scaled values (softplus: log1pf and expf);
- *  - attention: other summation order; compared against an fp64 evaluation with
- *    |gpu - ref64| <= 2e-5 max|v| (scores carry ~D u |q||k|, the weights then ~1e-6 relative);
+ *  - attention (mc_attn_decode, the lab's multipos at the runtime's split count
+ *    attn_lab_splits_shipped): other summation order; compared against an fp64 evaluation with
+ *    |gpu - ref64| <= 2e-5 max|v| (scores carry ~D u |q||k|, the weights then ~1e-6 relative;
+ *    the sums run along chains of at most ceil((pos + 1) / nsplit) + 64 groups + nsplit
+ *    additions, ~260 at 4096 positions and 33-66 splits, shorter than the old kernel's
+ *    256 + 512 the bound was set for: worst case ~3 x 260 u = 5e-5 relative, typically
+ *    sqrt of that chain, ~1e-6); and each row alone (R = 1) bit-identical to its row of the
+ *    batch (the runtime's row-count invariance: a row's blocks and its combine read only it);
  *  - MoE: routing ids exact and weights 1e-6; experts 1e-5 of max|ref| (warp sums vs dot_f32);
  *  - metrics on identical logits: |dkl| <= 1e-5 kl + 1e-10, |dnll| <= 1e-6 (|nll| + 1),
  *    |ddp| <= 1e-6, argmax and top1 exact (ties: first index).
@@ -23,6 +29,7 @@
 #include <cstring>
 #include <vector>
 
+#include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_kernels.h"
 #include "src/model_cuda/mc_ref.h"
 #include "tests/gpu/mc_check_util.cuh"
@@ -209,14 +216,24 @@ static void check_attention(int gated, int nH, int nKV, int D, int64_t max_ctx,
   snprintf(nm, sizeof nm, "%s: v cache", name);
   exact(nm, host(dvc, vc.size()), vcr);
 
-  const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
-  float *dml, *dacc, *dout;
-  CUDA_OK(cudaMalloc(&dml, (size_t)(R * nH * nchunk * 2) * sizeof(float)));
-  CUDA_OK(cudaMalloc(&dacc, (size_t)(R * nH * nchunk * D) * sizeof(float)));
+  int dev_id = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev_id));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev_id));
+  const int nsplit = attn_lab_splits_shipped(nKV, sms); /* what mc_batch_build fixes */
+  float *dml, *dacc, *dout, *dout1;
+  CUDA_OK(cudaMalloc(&dml, (size_t)(R * nH * nsplit * 2) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dacc, (size_t)(R * nH * nsplit * D) * sizeof(float)));
   CUDA_OK(cudaMalloc(&dout, (size_t)(R * qd) * sizeof(float)));
-  if (mc_attn_decode(dq, dkc, dvc, dpos, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc, dout, R,
-                     nH, nKV, D, 0) != 0)
+  CUDA_OK(cudaMalloc(&dout1, (size_t)(R * qd) * sizeof(float)));
+  if (mc_attn_decode(dq, dkc, dvc, dpos, nullptr, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc,
+                     dout, R, nH, nKV, D, nsplit, 0) != 0)
     g_fail++;
+  /* each row alone, from its own slices of q, the caches, pos and the gates */
+  for (int r = 0; r < R; r++)
+    if (mc_attn_decode(dq + r * qd, dkc + r * max_ctx * kvd, dvc + r * max_ctx * kvd, dpos + r,
+                       nullptr, max_ctx, gated ? dqkv + r * ld : nullptr, ld, dml, dacc,
+                       dout1 + r * qd, 1, nH, nKV, D, nsplit, 0) != 0)
+      g_fail++;
   auto og = host(dout, (size_t)(R * qd));
   std::vector<float> ocpu((size_t)(R * qd));
   mc_ref_attn_decode(qr.data(), kcr.data(), vcr.data(), pos.data(), max_ctx,
@@ -250,10 +267,13 @@ static void check_attention(int gated, int nH, int nKV, int D, int64_t max_ctx,
         worst_c = fmax(worst_c, fabs((double)ocpu[i] - o));
       }
     }
-  snprintf(nm, sizeof nm, "%s: attention", name);
+  snprintf(nm, sizeof nm, "%s: attention (%d splits)", name, nsplit);
   report(nm, worst_g <= 2e-5 * vmax, "max|gpu - fp64| %.3g (cpu order: %.3g)", worst_g, worst_c);
+  snprintf(nm, sizeof nm, "%s: attention 1 row = batch", name);
+  exact(nm, host(dout1, (size_t)(R * qd)), og);
   cudaFree(dcs), cudaFree(dsn), cudaFree(dqn), cudaFree(dkn), cudaFree(dkc), cudaFree(dvc);
   cudaFree(dqkv), cudaFree(dpos), cudaFree(dq), cudaFree(dml), cudaFree(dacc), cudaFree(dout);
+  cudaFree(dout1);
 }
 
 /* MoE: routing (expert ids exact, weights within expf ulps), experts (warp sums against

@@ -1,11 +1,13 @@
 /* GPU check (device machine, not CI): the spec-round kernels (mc_conv_spec, mc_qk_prepare_t,
- * mc_attn_decode_t, mc_spec_metrics_launch) against their CPU references in mc_ref.c and against
+ * mc_attn_decode with the spec batch's cache-row map r / T, mc_spec_metrics_launch) against
+ * their CPU references in mc_ref.c and against
  * the lockstep kernels, on random inputs (Philox; +-[0.05, 1) times a scale, never zero).
  * Tolerances, from the arithmetic:
  *  - against the lockstep kernels on the device, bit-exact: a round's draft j is the same IEEE
  *    operations in the same order as standard step j (conv: the taps over the window and the
  *    earlier drafts in ascending k; attention: the same kernel reading the state row's cache;
- *    metrics: the same device function metrics_row);
+ *    metrics: the same device function metrics_row; attention: both at the runtime's split count
+ *    attn_lab_splits_shipped, so the same partition of every row's positions);
  *  - against mc_ref.c: conv outputs 1e-6 relative (one SiLU: CUDA expf <= 2 ulp, glibc < 1,
  *    the division <= 1.5 ulp: <= 8 ulp), committed windows exact (copies); q and the K/V writes
  *    exact (host RoPE tables, dot_f32 order); attention |gpu - cpu| <= 4e-5 max|v| (each within
@@ -21,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_kernels.h"
 #include "src/model_cuda/mc_ref.h"
 #include "tests/gpu/mc_check_util.cuh"
@@ -100,14 +103,20 @@ static void check_attn_t(int gated, int nH, int nKV, int D, int64_t max_ctx, int
   auto kv = kcr;
   kv.insert(kv.end(), vcr.begin(), vcr.end());
   exact(nm, kg, kv);
-  const int64_t nchunk = (max_ctx + MC_ATTN_CHUNK - 1) / MC_ATTN_CHUNK;
+  int dev_id = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev_id));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev_id));
+  const int nsplit = attn_lab_splits_shipped(nKV, sms); /* what mc_batch_build fixes */
+  std::vector<int> crow((size_t)RT);                    /* the spec batch's cache_row_d */
+  for (int i = 0; i < RT; i++) crow[(size_t)i] = i / T;
+  int *dcrow = dev(crow);
   float *dml, *dacc, *dout, *dout1;
-  CUDA_OK(cudaMalloc(&dml, (size_t)(RT * nH * nchunk * 2) * sizeof(float)));
-  CUDA_OK(cudaMalloc(&dacc, (size_t)(RT * nH * nchunk * D) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dml, (size_t)(RT * nH * nsplit * 2) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dacc, (size_t)(RT * nH * nsplit * D) * sizeof(float)));
   CUDA_OK(cudaMalloc(&dout, (size_t)(RT * qd) * sizeof(float)));
   CUDA_OK(cudaMalloc(&dout1, (size_t)(RT * qd) * sizeof(float)));
-  if (mc_attn_decode_t(dq, dkc, dvc, dpos, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc, dout,
-                       RT, T, nH, nKV, D, 0) != 0)
+  if (mc_attn_decode(dq, dkc, dvc, dpos, dcrow, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc,
+                     dout, RT, nH, nKV, D, nsplit, 0) != 0)
     g_fail++;
   auto og = host(dout, (size_t)(RT * qd));
   std::vector<float> ocpu((size_t)(RT * qd));
@@ -125,14 +134,14 @@ static void check_attn_t(int gated, int nH, int nKV, int D, int64_t max_ctx, int
     memcpy(&vc1[(size_t)(i * row)], &vg[(size_t)((i / T) * row)], (size_t)row * sizeof(float));
   }
   float *dkc1 = dev(kc1), *dvc1 = dev(vc1);
-  if (mc_attn_decode(dq, dkc1, dvc1, dpos, max_ctx, gated ? dqkv : nullptr, ld, dml, dacc, dout1,
-                     RT, nH, nKV, D, 0) != 0)
+  if (mc_attn_decode(dq, dkc1, dvc1, dpos, nullptr, max_ctx, gated ? dqkv : nullptr, ld, dml,
+                     dacc, dout1, RT, nH, nKV, D, nsplit, 0) != 0)
     g_fail++;
   snprintf(nm, sizeof nm, "%s T=%d: attention = lockstep", name, T);
   exact(nm, og, host(dout1, (size_t)(RT * qd)));
   cudaFree(dcs), cudaFree(dsn), cudaFree(dqn), cudaFree(dkn), cudaFree(dkc), cudaFree(dvc);
   cudaFree(dqkv), cudaFree(dpos), cudaFree(dq), cudaFree(dml), cudaFree(dacc), cudaFree(dout);
-  cudaFree(dout1), cudaFree(dkc1), cudaFree(dvc1);
+  cudaFree(dout1), cudaFree(dkc1), cudaFree(dvc1), cudaFree(dcrow);
 }
 
 static void check_spec_metrics(int64_t V) {
