@@ -9,7 +9,9 @@
 #   SHAPES=LIST   bench kernels shapes to profile (default qwen4b,nano: one GDN, one Mamba-2)
 #   LIMIT=S       seconds per shape (default 150)
 #   NCU=PATH      the ncu binary (default: ncu on PATH, else /usr/local/cuda/bin/ncu)
-#   COUNT=N       kernel launches profiled per shape (default 600: ncu replays each one ~40 times)
+#   BATCHES=LIST  batch sizes (default 256: at B = 1 the bench replays ~40 copies of the state per
+#                 step against the L2, and session 7's profile spent its 70 s on those)
+#   COUNT=N       kernel launches profiled per shape (default 300: ncu replays each one ~20 times)
 #
 # Writes $OUT/profile-SHAPE.csv (the report through ncu --import --csv --page details: one row
 # per kernel launch and metric of the sections SpeedOfLight, Occupancy, LaunchStats,
@@ -32,13 +34,16 @@ fi
 "$NCU" --version > "$OUT/profile.log" 2>&1
 rc_all=0
 for s in ${SHAPES//,/ }; do
-  # graph kernel nodes are profiled one by one (--graph-profiling node); the bench's CPU check
-  # runs first, on 3 rows, so its launches are profiled too (small grids, told apart by grid size)
-  timeout -s INT "$LIMIT" "$NCU" --graph-profiling node -f --export "$OUT/profile-$s" \
+  # graph kernel nodes are profiled one by one (--graph-profiling node), and only inside the
+  # bench's timed replays (cudaProfilerStart/Stop in time_graphs, --profile-from-start off): the
+  # 3-row CPU checks' launches are not (session 7's first profile spent its 95 s on them)
+  timeout -s INT "$LIMIT" "$NCU" --graph-profiling node --profile-from-start off -f \
+    --export "$OUT/profile-$s" \
     --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-    --launch-count "${COUNT:-600}" \
-    "$BIN/replayssm" bench kernels --targets-only --shapes "$s" --iters 1 --warmup 0 \
+    --launch-count "${COUNT:-300}" \
+    "$BIN/replayssm" bench kernels --targets-only --shapes "$s" --batches "${BATCHES:-256}" \
+    --iters 1 --warmup 0 \
     --check-batch 3 > "$OUT/profile-$s.log" 2>&1
   rc=$?
   # the report to CSV (the bench's own output stays in the log), then the report goes: it is

@@ -1190,6 +1190,9 @@ static int e2e_measure(e2e_ctx *ctx) {
 
   for (int pi = 0; pi < nprec && status == 0; pi++) {
     o.bf16 = precs[pi];
+    /* the measurements read ctx->o: without this every row was labelled fp32 (session 7's
+     * bench_e2e.csv; the bf16 rows' times and bytes were bf16's) */
+    ctx->o.bf16 = o.bf16;
     const int wbytes = o.bf16 ? 2 : 4;
     t0 = now_s();
     mc_model *g = NULL;
