@@ -1155,7 +1155,7 @@ static int e2e_finish(const e2e_ctx *ctx, const result_row *res, int nres, int64
 #ifdef RSSM_HAVE_CUDA
 /* The measurement on the device: every GEMM precision, K and configuration set. */
 static int e2e_measure(e2e_ctx *ctx) {
-  run_opts o = ctx->o;
+  const run_opts *o = &ctx->o; /* the measurements below read the precision from ctx->o */
   const int *Ks = ctx->Ks, nK = ctx->nK, *precs = ctx->precs, nprec = ctx->nprec;
   const int nsets = ctx->nsets;
   char err[1024] = "";
@@ -1173,8 +1173,8 @@ static int e2e_measure(e2e_ctx *ctx) {
 
   weight_model wm;
   weights_of(c, m.n_params, &wm);
-  const int64_t nsteps = o.steps / o.block * o.block, nblocks = nsteps / o.block;
-  const int64_t total_steps = o.warmup + nsteps;
+  const int64_t nsteps = o->steps / o->block * o->block, nblocks = nsteps / o->block;
+  const int64_t total_steps = o->warmup + nsteps;
   const int64_t V = c->V;
   int status = 0;
   /* the isolated measurements do not depend on the runtime's precision: made once per (K, set) */
@@ -1189,14 +1189,11 @@ static int e2e_measure(e2e_ctx *ctx) {
   }
 
   for (int pi = 0; pi < nprec && status == 0; pi++) {
-    o.bf16 = precs[pi];
-    /* the measurements read ctx->o: without this every row was labelled fp32 (session 7's
-     * bench_e2e.csv; the bf16 rows' times and bytes were bf16's) */
-    ctx->o.bf16 = o.bf16;
-    const int wbytes = o.bf16 ? 2 : 4;
+    ctx->o.bf16 = precs[pi];
+    const int wbytes = o->bf16 ? 2 : 4;
     t0 = now_s();
     mc_model *g = NULL;
-    rc = mc_model_upload_prec(&m, o.bf16 ? MC_GEMM_BF16 : MC_GEMM_FP32, &g, err, sizeof err);
+    rc = mc_model_upload_prec(&m, o->bf16 ? MC_GEMM_BF16 : MC_GEMM_FP32, &g, err, sizeof err);
     if (rc != RSSM_OK) {
       cli_error(CMD, "%s", err);
       status = rc == RSSM_ERR_INPUT ? 2 : 1;
@@ -1204,15 +1201,15 @@ static int e2e_measure(e2e_ctx *ctx) {
     }
     printf("bench e2e: weights on the device: %.2f GB (GEMMs %s: %.2f GB, row tile %d), "
            "uploaded in %.1f s\n",
-           (double)mc_model_bytes(g) * 1e-9, o.bf16 ? "bf16" : "fp32",
+           (double)mc_model_bytes(g) * 1e-9, o->bf16 ? "bf16" : "fp32",
            (double)mc_model_gemm_bytes(g) * 1e-9, mc_model_row_tile(g), now_s() - t0);
     /* the isolated GEMM timings pick their tile from the byte model's shapes: say so when that
      * is not the runtime's (the shapes of weights_of and the uploaded ones disagree) */
-    if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16))
+    if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes, o->bf16))
       fprintf(stderr, "replayssm " CMD ": warning: the runtime's row tile %d differs from the "
               "byte model's %d (GEMM weights %lld bytes uploaded, %lld modelled): the isolated "
               "GEMM timings are not the runtime's\n", mc_model_row_tile(g),
-              mc_row_tile_for(wm.gemm_floats * wbytes, o.bf16), (long long)mc_model_gemm_bytes(g),
+              mc_row_tile_for(wm.gemm_floats * wbytes, o->bf16), (long long)mc_model_gemm_bytes(g),
               (long long)(wm.gemm_floats * wbytes));
     fflush(stdout);
 
@@ -1232,7 +1229,7 @@ static int e2e_measure(e2e_ctx *ctx) {
         seqs[k] = (uint32_t)k;
         for (int64_t t = 0; t <= total_steps; t++)
           tok[(int64_t)k * (total_steps + 1) + t] =
-              (int64_t)(mix64(o.seed * 0x100000001b3ULL + (uint64_t)k * 1000003u + (uint64_t)t) %
+              (int64_t)(mix64(o->seed * 0x100000001b3ULL + (uint64_t)k * 1000003u + (uint64_t)t) %
                         (uint64_t)V);
       }
       for (int si = 0; si < nsets && status == 0; si++) {
@@ -1241,8 +1238,8 @@ static int e2e_measure(e2e_ctx *ctx) {
         status = e2e_measure_set(ctx, &q, si, &micro[ki][si], res, &nres, cap_res);
       }
       /* spec rounds against standard steps (fp32 GEMMs, the precision of `run`) */
-      if (status == 0 && ctx->nspec > 0 && !o.bf16) {
-        const bench_spec_opts so = {o.warmup, nblocks, o.block, o.seed, o.label, ctx->a.spec_out};
+      if (status == 0 && ctx->nspec > 0 && !o->bf16) {
+        const bench_spec_opts so = {o->warmup, nblocks, o->block, o->seed, o->label, ctx->a.spec_out};
         rc = bench_spec_measure(g, V, K, ctx->spec_T, ctx->nspec, &so, err, sizeof err);
         if (rc != RSSM_OK) {
           cli_error(CMD, "spec rounds, K = %d: %s", K, err);
