@@ -363,11 +363,6 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
-/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile (n = the
- * model's row_tile in every call, whatever the batch: Rpad is a multiple of it).
- * fp32 models: cublasSgemm (fp32 in, fp32 math without TF32, fp32 out). bf16 models: X rounded
- * to bf16 (round to nearest even) into xb, then cublasGemmEx with bf16 W and X, fp32 accumulation
- * (CUBLAS_COMPUTE_32F) and fp32 Y, on the same tiles. */
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
  * by gemm below, or by the fused kernel that produced X: mc_fused.h). */
 int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
@@ -384,6 +379,11 @@ int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* 
   return 0;
 }
 
+/* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile (n = the
+ * model's row_tile in every call, whatever the batch: Rpad is a multiple of it).
+ * fp32 models: cublasSgemm (fp32 in, fp32 math without TF32, fp32 out). bf16 models: X rounded
+ * to bf16 (round to nearest even) into xb, then cublasGemmEx with bf16 W and X, fp32 accumulation
+ * (CUBLAS_COMPUTE_32F) and fp32 Y, on the same tiles. */
 int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
          float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const float one = 1.0f, zero = 0.0f;
