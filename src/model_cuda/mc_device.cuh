@@ -15,6 +15,12 @@ namespace mc {
 __device__ inline float silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+/* The MLP activations (swiglu_kernel, relu2_kernel and their fused bf16 forms, mc_fused.cu). */
+__device__ inline float swiglu_of(float gate, float up) { return silu(gate) * up; }
+__device__ inline float relu2_of(float x) {
+  const float p = x > 0.0f ? x : 0.0f;
+  return p * p;
+}
 
 /* dot_f32's combination of its 8 interleaved partial sums (linalg.c). */
 __device__ inline float tree8(const float *p /* [8] */) {

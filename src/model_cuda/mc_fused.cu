@@ -52,8 +52,12 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
   rmsnorm_group(xg, y + r * ld + (int64_t)g * gs, ybg, gs, wg, 0, eps, zg);
 }
 
-__global__ void swiglu_bf16_kernel(const float *gu /* [R][2 I] */, float *act /* [R][I] */,
-                                   __nv_bfloat16 *actb /* [Rpad][I] */, int R, int64_t I) {
+/* act[r][i] = the activation of the block's projection (SWIGLU: swiglu_of(gu[r][i],
+ * gu[r][I + i]), rows 2 I apart; else relu2_of(up[r][i]), rows I apart) and actb = bf16(act);
+ * rows R..Rpad-1 write actb's zeros only. */
+template <int SWIGLU>
+__global__ void act_bf16_kernel(const float *in /* [R][2 I] or [R][I] */, float *act /* [R][I] */,
+                                __nv_bfloat16 *actb /* [Rpad][I] */, int R, int64_t I) {
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -61,23 +65,8 @@ __global__ void swiglu_bf16_kernel(const float *gu /* [R][2 I] */, float *act /*
       actb[r * I + i] = __float2bfloat16_rn(0.0f);
       continue;
     }
-    const float a = silu(gu[r * 2 * I + i]) * gu[r * 2 * I + I + i]; /* swiglu_kernel's */
-    act[r * I + i] = a;
-    actb[r * I + i] = __float2bfloat16_rn(a);
-  }
-}
-
-__global__ void relu2_bf16_kernel(const float *up /* [R][I] */, float *act /* [R][I] */,
-                                  __nv_bfloat16 *actb /* [Rpad][I] */, int R, int64_t I) {
-  const int r = blockIdx.y;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    if (r >= R) {
-      actb[r * I + i] = __float2bfloat16_rn(0.0f);
-      continue;
-    }
-    const float x = up[r * I + i] > 0.0f ? up[r * I + i] : 0.0f; /* relu2_kernel's */
-    const float a = x * x;
+    const float a = SWIGLU ? swiglu_of(in[r * 2 * I + i], in[r * 2 * I + I + i])
+                           : relu2_of(in[r * I + i]);
     act[r * I + i] = a;
     actb[r * I + i] = __float2bfloat16_rn(a);
   }
@@ -86,6 +75,15 @@ __global__ void relu2_bf16_kernel(const float *up /* [R][I] */, float *act /* [R
 unsigned row_blocks(int64_t n) {
   unsigned b = blocks_for(n, EW_THREADS);
   return b < 1 ? 1 : (b > 1024 ? 1024 : b);
+}
+
+template <int SWIGLU>
+int launch_act_bf16(const float *in, float *act, void *actb, int R, int Rpad, int64_t I,
+                    void *stream) {
+  if (R < 1) return 0;
+  act_bf16_kernel<SWIGLU><<<dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0,
+                            as_stream(stream)>>>(in, act, (__nv_bfloat16 *)actb, R, I);
+  return launch_ok();
 }
 
 }  // namespace
@@ -114,18 +112,12 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
 
 int mc_swiglu_bf16(const float *gu, float *act, void *actb, int R, int Rpad, int64_t I,
                    void *stream) {
-  if (R < 1) return 0;
-  swiglu_bf16_kernel<<<dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0,
-                       as_stream(stream)>>>(gu, act, (__nv_bfloat16 *)actb, R, I);
-  return launch_ok();
+  return launch_act_bf16<1>(gu, act, actb, R, Rpad, I, stream);
 }
 
 int mc_relu2_bf16(const float *up, float *act, void *actb, int R, int Rpad, int64_t I,
                   void *stream) {
-  if (R < 1) return 0;
-  relu2_bf16_kernel<<<dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0,
-                      as_stream(stream)>>>(up, act, (__nv_bfloat16 *)actb, R, I);
-  return launch_ok();
+  return launch_act_bf16<0>(up, act, actb, R, Rpad, I, stream);
 }
 
 }  // extern "C"

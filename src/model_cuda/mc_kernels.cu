@@ -218,15 +218,13 @@ __global__ void swiglu_kernel(const float *gu, float *act, int64_t I) {
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
        i += (int64_t)gridDim.x * blockDim.x)
-    act[r * I + i] = silu(gu[r * 2 * I + i]) * gu[r * 2 * I + I + i];
+    act[r * I + i] = swiglu_of(gu[r * 2 * I + i], gu[r * 2 * I + I + i]);
 }
 
 __global__ void relu2_kernel(const float *up, float *act, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    float x = up[i] > 0.0f ? up[i] : 0.0f;
-    act[i] = x * x;
-  }
+       i += (int64_t)gridDim.x * blockDim.x)
+    act[i] = relu2_of(up[i]);
 }
 
 /* Blocks along a row of n elements, capped: the kernels above stride over the rest. */
