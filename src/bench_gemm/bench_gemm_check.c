@@ -77,6 +77,8 @@ static void cache_free(void) {
   memset(&cache, 0, sizeof cache);
 }
 
+void gemm_check_release(void) { cache_free(); }
+
 static int cache_fill(gemm_lab_prec p, int64_t rows, int64_t cols, char *err, size_t errlen) {
   if (cache.valid && cache.p == p && cache.rows == rows && cache.cols == cols) return 0;
   cache_free();

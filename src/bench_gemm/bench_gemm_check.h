@@ -40,6 +40,10 @@ int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols,
                        int nR, int tile, int nsplit, gemm_check_result *res, char *err,
                        size_t errlen);
 
+/* Frees what gemm_check_variant keeps between calls (the last shape's device weights and host
+ * references): the bench calls it before allocating a whole step's weights. */
+void gemm_check_release(void);
+
 #ifdef __cplusplus
 }
 #endif

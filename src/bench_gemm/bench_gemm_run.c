@@ -105,7 +105,7 @@ static int alloc_bufs(bg_bufs *b, const bg_step *s, gemm_lab_prec p, int sms, co
   return 0;
 }
 
-/* Call i of the step (or, seq < 0, one call of distinct GEMM gi on its first weights). */
+/* One call of distinct GEMM gi on the weights of its instance inst. */
 static int call(bg_bufs *b, const bg_step *s, int gi, int inst, int variant, gemm_lab_prec p, int R, int tile) {
   const bg_gemm *g = &s->g[gi];
   const char *w = (const char *)b->w[gi] + (size_t)inst * g->rows * g->cols * gemm_lab_wbytes(p);
@@ -203,6 +203,7 @@ static int run_model(const bg_model *m, gemm_lab_prec p, int sms, double copy, c
          m->key, m->name, gemm_lab_prec_name(p), s.nseq, s.n, step_bytes * 1e-9, tile);
   int passed[GEMM_LAB_NVARIANTS] = {0};
   int rc = check_all(&s, p, tile, m->key, o, passed) ? 1 : 0;
+  gemm_check_release(); /* the check's weights: the step's own come next */
   bg_bufs b;
   const int arc = alloc_bufs(&b, &s, p, sms, m->key);
   if (arc != 0) {

@@ -18,7 +18,10 @@
 #include <cstring>
 #include <vector>
 
+extern "C" { /* C headers without their own guards */
 #include "src/bench_gemm/bench_gemm.h"
+#include "src/model/model_config.h"
+}
 #include "src/bench_gemm/bench_gemm_check.h"
 #include "src/model_cuda/gemm_lab.h"
 
