@@ -7,7 +7,7 @@
  *
  * Tolerance, from the arithmetic (u = 2^-24; x means X as the GEMM reads it, rounded to bf16 for
  * bf16, so that the rounding of X is part of the definition and the reference sees the same x):
- *  - THE FIXED ORDER (variants 1, 2; gemm_lab.h): a term's product is exact inside fmaf and the
+ *  - THE FIXED ORDER (variants 1-3; gemm_lab.h): a term's product is exact inside fmaf and the
  *    term is then perturbed by (1 + delta), |delta| <= u, at each later rounding it goes
  *    through: its own fmaf and the later fmaf of its lane chain (at most ceil(len / 32) CH),
  *    one per level of the 5-level tree, at most nsplit - 1 in the second pass. With d the sum,

@@ -1,6 +1,6 @@
 /* The correctness check of one small-GEMM-lab variant (src/model_cuda/gemm_lab.h) on one weight
  * shape, on random inputs: against an fp64 evaluation within the variant's error bound, and, for
- * the stream variants (1, 2), bit for bit against the CPU reference of their order and for row
+ * the stream variants (1, 2, 3), bit for bit against the CPU reference of their order and for row
  * invariance. Run by `bench gemm` before it times a variant and by tests/gpu/gemm_lab_check.cu
  * (gpu_check_gemm_lab) over more shapes and row counts. The argument is in bench_gemm_check.c.
  * CUDA builds only. */
@@ -21,10 +21,10 @@ typedef struct {
   int ok;              /* every requirement below held */
   double worst_ratio;  /* max over checked outputs of |gpu - fp64| / (bound A) (<= 1 passes) */
   double worst_rel;    /* max |gpu - fp64| / A, A = sum |x w| */
-  int64_t cpu_diff;    /* variants 1-2: checked outputs whose bits differ from gemm_lab_ref_order
+  int64_t cpu_diff;    /* variants 1-3: checked outputs whose bits differ from gemm_lab_ref_order
                           (must be 0); variant 0: not computed (-1) */
   int64_t inv_diff;    /* outputs of rows computed alone or in the reversed batch whose bits differ
-                          from the same row in the batch: must be 0 for variants 1-2; reported
+                          from the same row in the batch: must be 0 for variants 1-3; reported
                           only for variant 0 (cuBLAS promises nothing; the runtime's tile) */
   int64_t checked;     /* outputs compared with fp64 (over every R) */
   int nsplit;          /* the split count used */

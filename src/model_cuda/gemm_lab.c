@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk"};
+static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk", "stream4"};
 
 const char *gemm_lab_name(int variant) {
   return variant >= 0 && variant < GEMM_LAB_NVARIANTS ? names[variant] : NULL;

@@ -106,7 +106,7 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
   if (!c || R < 1 || R > GEMM_LAB_MAX_R || rows < 1 || cols < 1 || tile < 1 ||
       rows > INT32_MAX || cols > INT32_MAX)
     return -2;
-  if (variant == GEMM_LAB_STREAM) nsplit = 1;
+  if (variant == GEMM_LAB_STREAM || variant == GEMM_LAB_STREAM4) nsplit = 1;
   if (nsplit < 1 || nsplit > GEMM_LAB_MAX_SPLITS) return -2;
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return -2;
   if (variant == GEMM_LAB_SPLITK && nsplit > 1 && !scratch) return -2;
@@ -114,7 +114,8 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);
   const void *x = p == GEMM_LAB_BF16 ? static_cast<const void *>(xb) : static_cast<const void *>(X);
-  return gemm_lab_launch_order(p, W, x, scratch, Y, R, rows, cols, nsplit, c->stream);
+  return gemm_lab_launch_order(p, variant == GEMM_LAB_STREAM4, W, x, scratch, Y, R, rows, cols,
+                               nsplit, c->stream);
 }
 
 extern "C" int gemm_lab_fill(gemm_lab_prec p, void *W, int64_t n, uint32_t seed, void *stream) {

@@ -29,6 +29,10 @@
  *             result written to scratch, then a second kernel adds the nsplit partials in
  *             ascending order. For weights with few rows (the tiny models' 256 x 256 lm_head
  *             gives variant 1 only 32 blocks for 132 SMs).
+ *   3 stream4 variant 1 with another warp shape: GEMM_LAB_NW_WIDE = 4 weight rows and
+ *             GEMM_LAB_RB_WIDE = 8 rows of X per warp (each X load feeds 4 weight rows, and a lane
+ *             has 4 x 2 16-byte weight loads in flight; at large R twice the row groups re-read
+ *             the weights from L2). The same order as variant 1, so the same bits.
  *
  * THE FIXED ORDER (variants 1 and 2, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
@@ -54,8 +58,8 @@
 extern "C" {
 #endif
 
-enum { GEMM_LAB_CUBLAS = 0, GEMM_LAB_STREAM = 1, GEMM_LAB_SPLITK = 2 };
-#define GEMM_LAB_NVARIANTS 3
+enum { GEMM_LAB_CUBLAS = 0, GEMM_LAB_STREAM = 1, GEMM_LAB_SPLITK = 2, GEMM_LAB_STREAM4 = 3 };
+#define GEMM_LAB_NVARIANTS 4
 typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
@@ -67,8 +71,11 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_WARPS 4
 #define GEMM_LAB_NW 2
 #define GEMM_LAB_RB 16
+/* variant 3's warp: 4 weight rows, 8 rows of X */
+#define GEMM_LAB_NW_WIDE 4
+#define GEMM_LAB_RB_WIDE 8
 
-/* "cublas", "stream", "splitk" for 0..2; NULL otherwise. */
+/* "cublas", "stream", "splitk", "stream4" for 0..3; NULL otherwise. */
 const char *gemm_lab_name(int variant);
 /* The variant numbered by name or digit ("1" or "stream"); -1 if none. */
 int gemm_lab_parse(const char *text);
@@ -99,7 +106,7 @@ uint16_t gemm_lab_bf16_rne(float x);
 /* The float a bf16 holds. */
 float gemm_lab_bf16_to_f32(uint16_t b);
 
-/* CPU reference of THE FIXED ORDER above, bit-identical to variants 1 (nsplit = 1) and 2.
+/* CPU reference of THE FIXED ORDER above, bit-identical to variants 1 and 3 (nsplit = 1) and 2.
  * W: float [rows][cols] (fp32) or uint16_t bf16 bits [rows][cols] (bf16); X fp32 (rounded to
  * bf16 here for bf16). */
 void gemm_lab_ref_order(gemm_lab_prec p, const void *W /* [rows][cols] */,
@@ -134,7 +141,7 @@ void gemm_lab_destroy(gemm_lab_ctx *c);
  * [rows][cols]. X fp32 [Ra][cols], Y [Ra][rows], Ra = gemm_lab_rows_alloc(variant, R, tile).
  * xb: bf16 scratch of Ra cols elements (bf16 only; X rounded into it first, as the runtime's xb).
  * scratch: gemm_lab_scratch_floats(R, rows, nsplit) floats (variant 2 only). tile: variant 0's
- * rows per call. nsplit: variant 2's split count. Every device pointer 16-byte aligned.
+ * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer 16-byte aligned.
  * Returns 0, -1 on a launch or cuBLAS error, -2 when the arguments are not supported (R outside
  * 1..64, nsplit outside 1..GEMM_LAB_MAX_SPLITS, tile < 1). */
 int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const void *W /* [rows][cols] */,

@@ -1,7 +1,10 @@
 /* The small-GEMM lab's stream kernels (gemm_lab.h, variants 1 and 2): THE FIXED ORDER on the
  * device.
  *
- * Grid (ceil(R / RB), ceil(rows / (NW WARPS)), nsplit), WARPS warps per block. Warp w of block
+ * Two shapes (template NW, RB; NW RB = 32): variants 1 and 2 use NW = 2 weight rows and RB = 16
+ * rows of X per warp, variant 3 (stream4) NW = 4 and RB = 8 (each X load feeds 4 weight rows,
+ * twice the weight bytes in flight per lane, but twice the row groups re-reading the weights from
+ * L2 at large R). Grid (ceil(R / RB), ceil(rows / (NW WARPS)), nsplit), WARPS warps per block. Warp w of block
  * (g, b, s) owns the weight rows n0 = (b WARPS + w) NW .. n0 + NW - 1 and the rows of X
  * r0 = g RB .. r0 + RB - 1 (those < R), and computes range s of THE FIXED ORDER for those
  * NW x RB outputs: lane l holds the NW RB chain sums of its chunks (l, l + 32, ... of the range),
@@ -23,8 +26,7 @@
 
 namespace {
 
-constexpr int WARPS = GEMM_LAB_WARPS, NW = GEMM_LAB_NW, RB = GEMM_LAB_RB, LANES = GEMM_LAB_LANES;
-static_assert(NW * RB == LANES, "one output per lane at the store");
+constexpr int WARPS = GEMM_LAB_WARPS, LANES = GEMM_LAB_LANES;
 
 template <bool BF16> struct Prec;
 template <> struct Prec<true> {
@@ -80,12 +82,13 @@ __device__ inline void load_chunk(const typename Prec<BF16>::T *base, int64_t ro
   }
 }
 
-template <bool BF16, bool VEC>
+template <bool BF16, bool VEC, int NW, int RB>
 __global__ void __launch_bounds__(WARPS * 32)
 order_kernel(const typename Prec<BF16>::T *__restrict__ W /* [rows][cols] */,
              const typename Prec<BF16>::T *__restrict__ x /* [R][cols] */,
              float *__restrict__ out /* [nsplit][R][rows] (Y itself when nsplit = 1) */, int R,
              int64_t rows, int64_t cols, int64_t len /* chunks per range */) {
+  static_assert(NW * RB == LANES, "one output per lane at the store");
   constexpr int CH = Prec<BF16>::CH;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = blockIdx.x * RB, nr = R - r0 < RB ? R - r0 : RB;
@@ -166,7 +169,7 @@ __global__ void splits_add_kernel(const float *__restrict__ part /* [nsplit][n] 
   }
 }
 
-template <bool BF16>
+template <bool BF16, int NW, int RB>
 int launch(const void *W, const void *x, float *out, int R, int64_t rows, int64_t cols,
            int nsplit, cudaStream_t s) {
   typedef typename Prec<BF16>::T T;
@@ -179,21 +182,27 @@ int launch(const void *W, const void *x, float *out, int R, int64_t rows, int64_
   const bool vec = cols % CH == 0 && (reinterpret_cast<uintptr_t>(W) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   if (vec)
-    order_kernel<BF16, true><<<grid, WARPS * 32, 0, s>>>(
+    order_kernel<BF16, true, NW, RB><<<grid, WARPS * 32, 0, s>>>(
         static_cast<const T *>(W), static_cast<const T *>(x), out, R, rows, cols, len);
   else
-    order_kernel<BF16, false><<<grid, WARPS * 32, 0, s>>>(
+    order_kernel<BF16, false, NW, RB><<<grid, WARPS * 32, 0, s>>>(
         static_cast<const T *>(W), static_cast<const T *>(x), out, R, rows, cols, len);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
 }  // namespace
 
-int gemm_lab_launch_order(gemm_lab_prec p, const void *W, const void *x, float *part, float *Y,
-                          int R, int64_t rows, int64_t cols, int nsplit, cudaStream_t s) {
+int gemm_lab_launch_order(gemm_lab_prec p, int wide, const void *W, const void *x, float *part,
+                          float *Y, int R, int64_t rows, int64_t cols, int nsplit, cudaStream_t s) {
   float *out = nsplit == 1 ? Y : part;
-  const int rc = p == GEMM_LAB_BF16 ? launch<true>(W, x, out, R, rows, cols, nsplit, s)
-                                    : launch<false>(W, x, out, R, rows, cols, nsplit, s);
+  constexpr int NW = GEMM_LAB_NW, RB = GEMM_LAB_RB, NW4 = GEMM_LAB_NW_WIDE, RB4 = GEMM_LAB_RB_WIDE;
+  int rc;
+  if (wide)
+    rc = p == GEMM_LAB_BF16 ? launch<true, NW4, RB4>(W, x, out, R, rows, cols, nsplit, s)
+                            : launch<false, NW4, RB4>(W, x, out, R, rows, cols, nsplit, s);
+  else
+    rc = p == GEMM_LAB_BF16 ? launch<true, NW, RB>(W, x, out, R, rows, cols, nsplit, s)
+                            : launch<false, NW, RB>(W, x, out, R, rows, cols, nsplit, s);
   if (rc != 0 || nsplit == 1) return rc;
   const int64_t n = (int64_t)R * rows;
   int64_t blocks = (n + 255) / 256;

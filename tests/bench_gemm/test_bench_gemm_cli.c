@@ -45,7 +45,7 @@ Test(bench_gemm_cli, no_device_is_one_line_and_exit_2) {
 Test(bench_gemm_cli, usage_errors_are_one_line_and_exit_2) {
   const char *bad[][2] = {
       {"--shape", "qwen9b"}, {"--shape", ""},      {"--shape", "tiny"},     {"--prec", "fp16"},
-      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "3"},     {"--variants", "stream,x"},
+      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "4"},     {"--variants", "stream,x"},
       {"--rows", "0"},       {"--rows", "65"},     {"--rows", "16,"},       {"--rows", "1a"},
       {"--reps", "0"},       {"--warmup", "-1"},   {"--tile", "65"},        {"--bogus", "1"},
   };
@@ -99,12 +99,15 @@ Test(gemm_lab, names_chunks_and_splits) {
     cr_assert_eq(gemm_lab_parse(gemm_lab_name(v)), v);
     cr_assert_eq(gemm_lab_parse(d), v);
   }
-  cr_assert_eq(gemm_lab_parse("3"), -1);
-  cr_assert_null(gemm_lab_name(3));
+  cr_assert_eq(gemm_lab_parse("4"), -1);
+  cr_assert_eq(gemm_lab_parse("stream4"), GEMM_LAB_STREAM4);
+  cr_assert_null(gemm_lab_name(4));
+  cr_assert_null(gemm_lab_name(-1));
   cr_assert(gemm_lab_chunk(GEMM_LAB_BF16) == 8 && gemm_lab_chunk(GEMM_LAB_FP32) == 4);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_CUBLAS, 17, 16), 32);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_CUBLAS, 9, 64), 64);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_STREAM, 17, 16), 17);
+  cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_STREAM4, 17, 16), 17);
   /* the 4B shapes: every weight has >= 2560 rows = 320 blocks per row group >= 2 x 132 */
   cr_assert_eq(gemm_lab_splits(2560, 4096, GEMM_LAB_BF16, 132), 1);
   cr_assert_eq(gemm_lab_splits(248320, 2560, GEMM_LAB_FP32, 132), 1);

@@ -9,7 +9,7 @@
  * odd ones: cols not a multiple of 8 (nor of 4), one column, fewer chunks than lanes, rows not a
  * multiple of a block's 8 weight rows, a single weight row. Row counts: every R = 1..64 for the
  * small shapes; 1, 7, 16, 17, 33, 63, 64 for the 4B ones. Both precisions; variant 0 on tiles of
- * 16 and 64; variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty
+ * 16 and 64; variants 1 and 3 (stream, stream4: the same order in two warp shapes); variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty
  * trailing ranges allowed) and 7 (when the shape has 7 x 32 chunks).
  * Exit status 0 only when every case passes. Usage: gpu_check_gemm_lab (from the repository root). */
 #include <cuda_runtime.h>
@@ -85,7 +85,7 @@ int main() {
       const std::vector<int> &Rs = s.big ? big_r : all_r;
       const long long nchunks = (s.cols + gemm_lab_chunk(p) - 1) / gemm_lab_chunk(p);
       struct { int v, tile, nsplit; } runs[] = {
-          {GEMM_LAB_CUBLAS, 16, 1}, {GEMM_LAB_CUBLAS, 64, 1}, {GEMM_LAB_STREAM, 16, 1},
+          {GEMM_LAB_CUBLAS, 16, 1}, {GEMM_LAB_CUBLAS, 64, 1}, {GEMM_LAB_STREAM, 16, 1}, {GEMM_LAB_STREAM4, 16, 1},
           {GEMM_LAB_SPLITK, 16, gemm_lab_splits(s.rows, s.cols, p, sms)}, {GEMM_LAB_SPLITK, 16, 3},
           {GEMM_LAB_SPLITK, 16, 7}};
       for (const auto &run : runs) {
