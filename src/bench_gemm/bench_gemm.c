@@ -99,7 +99,8 @@ int bg_parse(int argc, char **argv, bg_options *o) {
   for (int v = 0; v < GEMM_LAB_NVARIANTS; v++) o->variants[v] = v;
   o->reps = 20;
   o->warmup = 3;
-  const char *shape = NULL, *rows = NULL, *prec = NULL, *variants = NULL;
+  o->flush = 1;
+  const char *shape = NULL, *rows = NULL, *prec = NULL, *variants = NULL, *flush = NULL;
   const cli_opt opts[] = {
       {.name = "--shape", .type = CLI_STR, .dest = &shape, .meta = "LIST",
        .def = "qwen-tiny,nemo-tiny,qwen4b,nano4b",
@@ -119,11 +120,15 @@ int bg_parse(int argc, char **argv, bg_options *o) {
       {.name = "--tile", .type = CLI_INT, .dest = &o->tile, .meta = "N", .def = "0", .lo = 0,
        .hi = 64, .help = "rows per cuBLAS call of the cublas variant (0: the runtime's row tile,\n"
                "mc_row_tile_for of the model's GEMM bytes: 16 or 64)"},
+      {.name = "--flush", .type = CLI_STR, .dest = &flush, .meta = "on|off", .def = "on",
+       .help = "on: read 2 x L2 bytes before each timed GEMM and step (weights from DRAM);\n"
+               "off: back to back (the tiny models' weights then stay in L2, as they may in\n"
+               "a run)"},
   };
   const cli_spec spec = {
       .cmd = CMD,
       .usage = "bench gemm [--shape LIST] [--rows LIST] [--prec LIST] [--variants LIST]\n"
-               "                   [--reps N] [--warmup N] [--tile N]",
+               "                   [--reps N] [--warmup N] [--tile N] [--flush on|off]",
       .about = "Times the GEMMs of one decode step Y[R][rows] = X[R][cols] W[rows][cols]^T of the\n"
                "fixture models and the 4B shapes with each small-GEMM-lab variant (the runtime's\n"
                "per-tile cuBLAS calls, a weight-streaming kernel in two warp shapes, its split-K\n"
@@ -133,7 +138,8 @@ int bg_parse(int argc, char **argv, bg_options *o) {
                "for bit against the CPU reference of their summation order and for row\n"
                "invariance (a row alone, and in a reversed batch, gives the bits it has in the\n"
                "batch). A variant that fails is not timed. L2 is flushed before each timed GEMM\n"
-               "and each timed step. docs/bench-gemm.md has the byte model and the variants.",
+               "and each timed step (--flush). docs/bench-gemm.md has the byte model and the\n"
+               "variants.",
       .epilog = "Exit status: 0 ran and every check passed; 1 a check failed, a CUDA error or a\n"
                 "model's config.json could not be read; 2 bad usage, a build without CUDA, or no\n"
                 "CUDA device.",
@@ -146,6 +152,14 @@ int bg_parse(int argc, char **argv, bg_options *o) {
   if (shape && parse_words(shape, o, W_SHAPE)) return 2;
   if (prec && parse_words(prec, o, W_PREC)) return 2;
   if (variants && parse_words(variants, o, W_VARIANT)) return 2;
+  if (flush) {
+    if (strcmp(flush, "on") == 0) o->flush = 1;
+    else if (strcmp(flush, "off") == 0) o->flush = 0;
+    else {
+      cli_error(CMD, "--flush '%s': expected on or off", flush);
+      return 2;
+    }
+  }
   if (rows && (o->nrows = int_list(rows, 1, GEMM_LAB_MAX_R, o->rows)) < 0) {
     cli_error(CMD, "--rows '%s': expected a comma-separated list of row counts 1..64", rows);
     return 2;

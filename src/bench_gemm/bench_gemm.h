@@ -45,6 +45,7 @@ typedef struct {
   int precs[2], nprecs;                         /* gemm_lab_prec */
   int variants[GEMM_LAB_NVARIANTS], nvariants;
   int reps, warmup, tile;                       /* tile 0: the runtime's (mc_row_tile_for) */
+  int flush;                                    /* 1: read 2 x L2 bytes before each timed call */
 } bg_options;
 
 /* The models: qwen-tiny, nemo-tiny (data/models), qwen4b, nano4b (data/shapes); *n the count. */

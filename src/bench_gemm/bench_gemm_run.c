@@ -120,7 +120,7 @@ static double time_it(bg_bufs *b, const bg_step *s, int gi, int variant, gemm_la
   if (!ms) return -1.0;
   double med = -1.0;
   for (int it = -o->warmup; it < o->reps; it++) {
-    if (mc_read_kernel(b->flush, b->flush_bytes, (float *)((char *)b->flush + b->flush_bytes), NULL) != 0) {
+    if (o->flush && mc_read_kernel(b->flush, b->flush_bytes, (float *)((char *)b->flush + b->flush_bytes), NULL) != 0) {
       cli_error(CMD, "CUDA error in the L2 flush (launch)");
       goto done;
     }
@@ -262,7 +262,8 @@ int bg_run(const bg_options *o) {
          (double)prop.totalGlobalMem / 1048576.0, prop.l2CacheSize >> 20, date);
   const double copy = mc_bench_copy_line(CMD, 10);
   if (copy <= 0.0) return 1;
-  printf("timing: median of %d calls after %d warm-up, L2 flushed before each\n", o->reps, o->warmup);
+  printf("timing: median of %d calls after %d warm-up, %s\n", o->reps, o->warmup,
+         o->flush ? "L2 flushed before each" : "back to back (no L2 flush)");
   int nm = 0, rc = 0;
   const bg_model *all = bg_models(&nm);
   for (int i = 0; i < o->nmodels; i++)

@@ -48,6 +48,7 @@ Test(bench_gemm_cli, usage_errors_are_one_line_and_exit_2) {
       {"--prec", ""},        {"--variants", "v9"}, {"--variants", "4"},     {"--variants", "stream,x"},
       {"--rows", "0"},       {"--rows", "65"},     {"--rows", "16,"},       {"--rows", "1a"},
       {"--reps", "0"},       {"--warmup", "-1"},   {"--tile", "65"},        {"--bogus", "1"},
+      {"--flush", "maybe"},  {"--flush", ""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *argv[] = {(char *)RSSM_BIN, (char *)"bench", (char *)"gemm", (char *)bad[i][0], (char *)bad[i][1], NULL};
@@ -82,10 +83,12 @@ Test(bench_gemm_cli, parse_defaults_and_lists) {
   cr_assert_eq(o.nmodels, 4);
   cr_assert(o.nrows == 2 && o.rows[0] == 16 && o.rows[1] == 64);
   cr_assert(o.nprecs == 2 && o.precs[0] == GEMM_LAB_FP32 && o.precs[1] == GEMM_LAB_BF16);
-  cr_assert(o.nvariants == GEMM_LAB_NVARIANTS && o.reps == 20 && o.tile == 0);
+  cr_assert(o.nvariants == GEMM_LAB_NVARIANTS && o.reps == 20 && o.tile == 0 && o.flush == 1);
   char *a2[] = {(char *)"gemm", (char *)"--shape", (char *)"nano4b", (char *)"--rows", (char *)"1,7,64",
-                (char *)"--variants", (char *)"splitk,cublas", (char *)"--prec=bf16", NULL};
-  cr_assert_eq(bg_parse(8, a2, &o), 0);
+                (char *)"--variants", (char *)"splitk,cublas", (char *)"--prec=bf16", (char *)"--flush",
+                (char *)"off", NULL};
+  cr_assert_eq(bg_parse(10, a2, &o), 0);
+  cr_assert_eq(o.flush, 0);
   cr_assert(o.nmodels == 1 && o.models[0] == 3);
   cr_assert(o.nrows == 3 && o.rows[1] == 7 && o.rows[2] == 64);
   cr_assert(o.nvariants == 2 && o.variants[0] == GEMM_LAB_SPLITK && o.variants[1] == GEMM_LAB_CUBLAS);
