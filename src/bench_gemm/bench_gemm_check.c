@@ -163,7 +163,7 @@ static int bufs_alloc(ck_bufs *b, int64_t rows, int64_t cols, int nsplit, char *
 }
 
 /* Runs the variant on R rows of x into y (poisoned first: a kernel that writes nothing fails)
- * and downloads Ra rows into h. Returns 0, -2 (refused) or -1. */
+ * and downloads its first R rows into h. Returns 0, -2 (refused) or -1. */
 static int run_one(gemm_lab_ctx *c, int variant, const float *x, float *y, float *h, ck_bufs *b, int R,
                    int tile, int nsplit, char *err, size_t errlen) {
   const int64_t rows = cache.rows, cols = cache.cols, Ra = gemm_lab_rows_alloc(variant, R, tile);
