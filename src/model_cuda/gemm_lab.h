@@ -19,11 +19,11 @@
  *             never read, as in the runtime). Row-invariant only across batches whose calls have
  *             the same n (the runtime's row tile), and only as an observation about cuBLAS.
  *   1 stream  one pass over the weights: a warp owns GEMM_LAB_NW weight rows and up to
- *             GEMM_LAB_RB rows of X,
- *             streams its weight rows once with 16-byte loads (bf16: 8 values, fp32: 4), reads X
- *             through L1 (R cols values: tiny beside the weights), fp32 fmaf accumulation in the
- *             FIXED ORDER below; the grid covers ceil(R / GEMM_LAB_RB) row groups, consecutive blocks
- *             sharing weight rows so that the other row groups find them in L2.
+ *             GEMM_LAB_RB rows of X, streams its weight rows once with 16-byte loads (bf16: 8
+ *             values, fp32: 4), reads X through L1 (R cols values: tiny beside the weights),
+ *             fp32 fmaf accumulation in THE FIXED ORDER below; the grid covers
+ *             ceil(R / GEMM_LAB_RB) row groups, consecutive blocks sharing weight rows so that
+ *             the other row groups find them in L2.
  *   2 splitk  variant 1's arithmetic over nsplit contiguous ranges of the chunks (nsplit a
  *             function of the weight's shape and the device only: gemm_lab_splits), each range's
  *             result written to scratch, then a second kernel adds the nsplit partials in
@@ -34,11 +34,11 @@
  *             has 4 x 2 16-byte weight loads in flight; at large R twice the row groups re-read
  *             the weights from L2). The same order as variant 1, so the same bits.
  *
- * THE FIXED ORDER (variants 1 and 2, and gemm_lab_ref_order on the CPU). A "chunk" is CH
+ * THE FIXED ORDER (variants 1, 2 and 3, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
  * k in [c CH, (c + 1) CH) clipped to cols (the last chunk may be short: its missing
  * k are skipped, never added as zeros). The nchunks = ceil(cols / CH) chunks are cut into
- * nsplit ranges of len = ceil(ceil(nchunks / nsplit) / 32) 32 chunks (range s: [s len, (s + 1)
+ * nsplit ranges of len = 32 ceil(ceil(nchunks / nsplit) / 32) chunks (range s: [s len, (s + 1)
  * len) clipped; variant 1 is nsplit = 1). In range s, lane l (< 32) starts from +0 and does
  * acc = fmaf(x[r][k], w[n][k], acc) for the chunks base + l, base + l + 32, ... in ascending
  * order, within a chunk in ascending k; then the 32 lane sums are added by the fixed tree
@@ -65,7 +65,7 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
 #define GEMM_LAB_LANES 32 /* the fixed order's lane sums */
 #define GEMM_LAB_MAX_SPLITS 64
-/* The stream kernels' shape (variants 1 and 2): GEMM_LAB_WARPS warps per block, each owning
+/* The stream kernels' shape (variants 1 and 2; variant 3: the _WIDE pair): GEMM_LAB_WARPS warps per block, each owning
  * GEMM_LAB_NW weight rows and GEMM_LAB_RB rows of X (NW RB = 32 outputs: one per lane at the
  * end). None of them enters the summation order. */
 #define GEMM_LAB_WARPS 4
