@@ -66,6 +66,12 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
 inline cudaStream_t as_stream(void *s) { return (cudaStream_t)s; }
 inline int launch_ok() { return cudaGetLastError() == cudaSuccess ? 0 : -1; }
 inline unsigned blocks_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+/* Blocks along a row of n elements for an element-wise kernel of `threads` threads, capped at
+ * 1024: the kernels stride over the rest. */
+inline unsigned row_blocks_for(int64_t n, int threads) {
+  unsigned b = blocks_for(n, threads);
+  return b < 1 ? 1 : (b > 1024 ? 1024 : b);
+}
 
 }  // namespace mc
 

@@ -72,10 +72,7 @@ __global__ void act_bf16_kernel(const float *in /* [R][2 I] or [R][I] */, float 
   }
 }
 
-unsigned row_blocks(int64_t n) {
-  unsigned b = blocks_for(n, EW_THREADS);
-  return b < 1 ? 1 : (b > 1024 ? 1024 : b);
-}
+unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
 
 template <int SWIGLU>
 int launch_act_bf16(const float *in, float *act, void *actb, int R, int Rpad, int64_t I,

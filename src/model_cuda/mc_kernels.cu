@@ -227,11 +227,7 @@ __global__ void relu2_kernel(const float *up, float *act, int64_t n) {
     act[i] = relu2_of(up[i]);
 }
 
-/* Blocks along a row of n elements, capped: the kernels above stride over the rest. */
-unsigned row_blocks(int64_t n) {
-  unsigned b = blocks_for(n, EW_THREADS);
-  return b < 1 ? 1 : (b > 1024 ? 1024 : b);
-}
+unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
 
 }  // namespace
 
