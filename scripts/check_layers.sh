@@ -2,7 +2,7 @@
 # The layering of docs/architecture.md, checked on every #include "..." under src/ and quant/:
 #
 #   7 src/cli                                   the commands
-#   6 src/driver src/bench_e2e src/bench_kernels src/bench_attn
+#   6 src/driver src/bench_e2e src/bench_kernels src/bench_attn src/bench_gemm
 #                                               the experiment driver and the benchmarks
 #   5 src/decode                                the seam: decoder and engine interfaces, back ends
 #   4 src/model_cuda                            the GPU model runtime
@@ -30,7 +30,7 @@ layer_of() {
     src/model | src/ssm_cuda | src/sim | src/theory) echo 3 ;;
     src/model_cuda) echo 4 ;;
     src/decode) echo 5 ;;
-    src/driver | src/bench_e2e | src/bench_kernels | src/bench_attn) echo 6 ;;
+    src/driver | src/bench_e2e | src/bench_kernels | src/bench_attn | src/bench_gemm) echo 6 ;;
     src/cli) echo 7 ;;
     *) echo -1 ;;
   esac

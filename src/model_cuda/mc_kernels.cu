@@ -14,27 +14,15 @@ namespace {
 constexpr int NORM_THREADS = 128;
 constexpr int EW_THREADS = 256;
 
-/* One (group, row) per block: threads 0..7 make dot_f32's partial sums, thread 0 the scale,
- * then every thread scales its elements. */
+/* One (group, row) per block (rmsnorm_group, mc_device.cuh). */
 __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */, int gs,
                                int64_t ld, const float *w, int w_per_group, int plus_one,
                                float eps) {
-  __shared__ float part[8];
-  __shared__ float inv_s;
   const int g = blockIdx.x, r = blockIdx.y;
   const float *xg = x + r * ld + (int64_t)g * gs; /* [gs] */
   float *yg = y + r * ld + (int64_t)g * gs;       /* [gs] */
-  if (threadIdx.x < 8) part[threadIdx.x] = dot8_lane(xg, xg, gs, threadIdx.x);
-  __syncthreads();
-  if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
-  __syncthreads();
-  const float inv = inv_s;
   const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
-  for (int i = threadIdx.x; i < gs; i += blockDim.x) {
-    float v = xg[i] * inv;
-    if (wg) v = v * (plus_one ? 1.0f + wg[i] : wg[i]);
-    yg[i] = v;
-  }
+  rmsnorm_group(xg, yg, nullptr, gs, wg, plus_one, eps, nullptr);
 }
 
 __global__ void embed_kernel(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
@@ -139,14 +127,6 @@ __global__ void copy_rows_kernel(const float *src, int64_t lds, float *dst, int6
     dst[r * ldd + i] = src[r * lds + i];
 }
 
-__global__ void mul_silu_kernel(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ldz,
-                                int64_t n) {
-  const int r = blockIdx.y;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    y[r * n + i] = y[r * n + i] * silu(z[r * ldz + i]);
-}
-
 /* Thread per (row, head): the head's delta, alpha and its P values of v. */
 __global__ void mamba2_prep_kernel(const float *zx, int64_t in_rows, int64_t dt_off,
                                    const float *cv, int64_t conv_dim, const float *A_log,
@@ -238,28 +218,16 @@ __global__ void swiglu_kernel(const float *gu, float *act, int64_t I) {
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
        i += (int64_t)gridDim.x * blockDim.x)
-    act[r * I + i] = silu(gu[r * 2 * I + i]) * gu[r * 2 * I + I + i];
+    act[r * I + i] = swiglu_of(gu[r * 2 * I + i], gu[r * 2 * I + I + i]);
 }
 
 __global__ void relu2_kernel(const float *up, float *act, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    float x = up[i] > 0.0f ? up[i] : 0.0f;
-    act[i] = x * x;
-  }
-}
-
-__global__ void add_kernel(float *h, const float *y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    h[i] = h[i] + y[i];
+    act[i] = relu2_of(up[i]);
 }
 
-/* Blocks along a row of n elements, capped: the kernels above stride over the rest. */
-unsigned row_blocks(int64_t n) {
-  unsigned b = blocks_for(n, EW_THREADS);
-  return b < 1 ? 1 : (b > 1024 ? 1024 : b);
-}
+unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
 
 }  // namespace
 
@@ -310,13 +278,6 @@ int mc_gdn_prep(const float *cv, const float *ba, int64_t ldba, int64_t b_off, i
       ba, ldba, b_off, a_off, A_log, dt_bias, alpha, beta, R, Hv);
   if (launch_ok() != 0) return -1;
   return mc_copy_rows(cv + 2 * key_dim, conv_dim, v, value_dim, R, value_dim, stream);
-}
-
-int mc_mul_silu(float *y, const float *z, int64_t ldz, int R, int64_t n, void *stream) {
-  if (R < 1) return 0;
-  mul_silu_kernel<<<dim3(row_blocks(n), (unsigned)R), EW_THREADS, 0, as_stream(stream)>>>(y, z,
-                                                                                           ldz, n);
-  return launch_ok();
 }
 
 int mc_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float *cv,
@@ -382,12 +343,6 @@ int mc_relu2(const float *up, float *act, int R, int64_t I, void *stream) {
   if (R < 1) return 0;
   const int64_t n = (int64_t)R * I;
   relu2_kernel<<<row_blocks(n), EW_THREADS, 0, as_stream(stream)>>>(up, act, n);
-  return launch_ok();
-}
-
-int mc_add(float *h, const float *y, int64_t n, void *stream) {
-  if (n < 1) return 0;
-  add_kernel<<<row_blocks(n), EW_THREADS, 0, as_stream(stream)>>>(h, y, n);
   return launch_ok();
 }
 

@@ -60,9 +60,7 @@ int mc_gdn_prep(const float *cv /* [R][conv_dim] */, const float *ba /* [R][ldba
                 float *alpha /* [R][Hv] */, float *beta /* [R][Hv] */, int R, int Hk, int Hv,
                 int dk, int dv, void *stream);
 
-/* y[r][i] = y[r][i] * silu(z[r][i]) for i < n (the GDN gate after its per-head norm). */
-int mc_mul_silu(float *y /* [R][n] */, const float *z /* [R][ldz] */, int64_t ldz, int R,
-                int64_t n, void *stream);
+/* (The GDN output gate y * silu(z) is fused into its per-head norm: mc_rmsnorm_gate, mc_fused.h.) */
 
 /* Mamba-2 engine inputs from zx [R][in_rows] (z | xBC | dt) and the conv output cv [R][conv_dim]
  * (x | B | C): delta = softplus(dt + dt_bias), clamped to [dt_lo, dt_hi] in the rows whose
@@ -136,8 +134,7 @@ int mc_swiglu(const float *gu /* [R][2I] */, float *act /* [R][I] */, int R, int
 int mc_relu2(const float *up /* [R][I] */, float *act /* [R][I] */, int R, int64_t I,
              void *stream);
 
-/* h[i] = h[i] + y[i] over n floats. */
-int mc_add(float *h, const float *y, int64_t n, void *stream);
+/* (The residual add h += y is fused into the next RMSNorm: mc_add_rmsnorm, mc_fused.h.) */
 
 /* Copy n floats of each row: dst[r][i] = src[r][i], rows lds / ldd floats apart. */
 int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,

@@ -23,6 +23,7 @@
 #include "src/io/errbuf.h"
 #include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_fit.h"
+#include "src/model_cuda/mc_fused.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
@@ -362,6 +363,22 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
+/* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
+ * by gemm below, or by the fused kernel that produced X: mc_fused.h). */
+int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
+            int64_t ldy) {
+  const float one = 1.0f, zero = 0.0f;
+  const int tile = b->g->row_tile;
+  if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols) return -1;
+  for (int r0 = 0; r0 < b->Rpad; r0 += tile)
+    if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
+                     CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF, (int)cols,
+                     &zero, Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+      return -1;
+  return 0;
+}
+
 /* Y[r][0..rows) = W[rows][cols] . X[r] for every row of the padded batch, tile by tile (n = the
  * model's row_tile in every call, whatever the batch: Rpad is a multiple of it).
  * fp32 models: cublasSgemm (fp32 in, fp32 math without TF32, fp32 out). bf16 models: X rounded
@@ -374,13 +391,7 @@ int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X 
   if (b->g->prec == MC_GEMM_BF16) {
     if (cols > b->gemm_cols || f32_to_bf16(X, b->xb, (int64_t)b->Rpad * cols, b->stream) != 0)
       return -1;
-    for (int r0 = 0; r0 < b->Rpad; r0 += tile)
-      if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one,
-                       W, CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF,
-                       (int)cols, &zero, Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy,
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-        return -1;
-    return 0;
+    return gemm_xb(b, W, rows, cols, Y, ldy);
   }
   const float *Wf = (const float *)W; /* [rows][cols] */
   for (int r0 = 0; r0 < b->Rpad; r0 += tile)
@@ -853,13 +864,23 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0)
     return rssm_fail(err, errlen, "embedding launch");
   cudaEvent_t *ev = b->prof && !b->graph_on ? b->prof_ev : nullptr; /* [3 nblocks + 2] */
+  const int bf16 = g->prec == MC_GEMM_BF16;
+  /* Each block's residual add h += y is done by the next block's norm (or the final norm) in
+   * the same launch (mc_add_rmsnorm), and a bf16 model's GEMM inputs are written by the kernel
+   * that makes them: the same bits as mc_add, mc_rmsnorm and gemm's conversion, fewer launches
+   * (docs/gpu-runtime.md, "Fused glue"). */
+  const float *pending_y = nullptr; /* [R][H]: the previous block's output, not yet added to h */
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
     const char *what = block_kind_name((block_kind)w->kind);
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
-    int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, w->norm, 0, c->norm_plus_one, eps, s);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
-    if (w->w_in) rc = rc || gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows);
+    void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
+    int rc = mc_add_rmsnorm(b->h, pending_y, b->u, ub, R, b->Rpad, H, w->norm, c->norm_plus_one,
+                            eps, s);
+    if (w->w_in) rc = rc || (ub ? gemm_xb(b, w->w_in, w->in_rows, H, b->proj, w->in_rows)
+                                : gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows));
+    int out_ready = 0; /* 1: xb holds the bf16 input of w_out */
     switch (w->kind) {
       case BK_GDN: {
         const int Hk = (int)c->gdn_hk, Hv = (int)c->gdn_hv, dk = (int)c->gdn_dk,
@@ -883,8 +904,10 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         }
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
-        rc = rc || mc_rmsnorm(b->e_o, b->act, R, Hv, dv, vd, w->vnorm, 0, 0, eps, s);
-        rc = rc || mc_mul_silu(b->act, b->proj + conv_dim, w->in_rows, R, vd, s);
+        out_ready = bf16 && w->w_out;
+        rc = rc || mc_rmsnorm_gate(b->e_o, b->act, out_ready ? (void *)b->xb : nullptr,
+                                   b->proj + conv_dim, w->in_rows, R, b->Rpad, Hv, dv, vd,
+                                   w->vnorm, 0, eps, s);
         break;
       }
       case BK_MAMBA2: {
@@ -912,7 +935,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         rc = rc || mc_mamba2_gate(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act, R,
                                   Hm, P, s);
-        rc = rc || mc_rmsnorm(b->act, b->act, R, G, (int)(di / G), di, w->vnorm, 1, 0, eps, s);
+        out_ready = bf16 && w->w_out;
+        rc = rc || mc_rmsnorm_gate(b->act, b->act, out_ready ? (void *)b->xb : nullptr, nullptr, 0,
+                                   R, b->Rpad, G, (int)(di / G), di, w->vnorm, 1, eps, s);
         break;
       }
       case BK_QATTN:
@@ -931,10 +956,14 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         break;
       }
       case BK_SWIGLU:
-        rc = rc || mc_swiglu(b->proj, b->act, R, w->out_cols, s);
+        out_ready = bf16 && w->w_out;
+        rc = rc || (out_ready ? mc_swiglu_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
+                              : mc_swiglu(b->proj, b->act, R, w->out_cols, s));
         break;
       case BK_RELU2:
-        rc = rc || mc_relu2(b->proj, b->act, R, w->out_cols, s);
+        out_ready = bf16 && w->w_out;
+        rc = rc || (out_ready ? mc_relu2_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
+                              : mc_relu2(b->proj, b->act, R, w->out_cols, s));
         break;
       case BK_QMOE:
       case BK_NMOE: {
@@ -966,15 +995,18 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       default:
         rc = 1;
     }
-    if (w->w_out) rc = rc || gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H);
-    rc = rc || mc_add(b->h, b->y, (int64_t)R * H, s);
+    if (w->w_out) rc = rc || (out_ready ? gemm_xb(b, w->w_out, H, w->out_cols, b->y, H)
+                                        : gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H));
+    pending_y = b->y; /* added to h by the next norm */
     if (rc)
       return rssm_fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",
                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
-  int rc = mc_rmsnorm(b->h, b->u, R, 1, (int)H, H, g->final_norm, 0, c->norm_plus_one, eps, s);
-  rc = rc || gemm(b, g->lm_head, V, H, b->u, b->logits, V);
+  int rc = mc_add_rmsnorm(b->h, pending_y, b->u, bf16 ? (void *)b->xb : nullptr, R, b->Rpad, H,
+                          g->final_norm, c->norm_plus_one, eps, s);
+  rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
+                   : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
   if (want_metrics) {
     rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
     rc = rc || (spec ? mc_spec_metrics_launch(b->logits, b->stats, b->ring_lg, b->ring_st,

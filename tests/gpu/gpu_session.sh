@@ -8,7 +8,8 @@
 #   DEVICE=cpu tests/gpu/gpu_session.sh       # the same script against the CPU (a dry run of
 #                                             # its logic on a machine without a GPU)
 #
-# 1. gpu_check_quant, gpu_check_mc_kernels, gpu_check_mc_forward, gpu_check_attn_lab (device only);
+# 1. gpu_check_quant, gpu_check_mc_kernels, gpu_check_mc_forward, gpu_check_attn_lab,
+#    gpu_check_gemm_lab (device only);
 # 2. `logits --device $DEVICE` on the transformers fixtures against their golden logits
 #    (max|d| / max|ref| <= 1e-4 per step; a fixture the GPU refuses, "not supported on the
 #    GPU", is a failed check: the GPU runtime covers every fixture layout);
@@ -46,6 +47,9 @@ if [ "$DEV" = cuda ]; then
   check forward "$BIN/gpu_check_mc_forward" tests/fixtures 64
   check spec-kernels "$BIN/gpu_check_mc_spec"
   check attn-lab "$BIN/gpu_check_attn_lab" # the attention lab (docs/bench-attention.md), self-contained
+  # the small-GEMM lab (docs/bench-gemm.md; reads data/models and data/shapes), capped so that a slow
+  # host reference cannot eat the session step's limit
+  check gemm-lab timeout 150 "$BIN/gpu_check_gemm_lab"
 fi
 
 logits_vs_golden() { # FIXTURE [CONFIG]

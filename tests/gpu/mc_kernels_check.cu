@@ -2,7 +2,8 @@
  * reference in mc_ref.c on random inputs (Philox; values in +-[0.05, 1] times a per-array scale,
  * never zero). Tolerances, from the arithmetic (docs/gpu-runtime.md):
  *  - exact (bit-identical): RMSNorm, embedding, the conv window shift, GDN L2 norms, RoPE and
- *    the q/k norms, copies, relu^2, residual add: the same IEEE operations in the same order,
+ *    the q/k norms, copies, relu^2, the fused residual add + RMSNorm and the fused kernels' bf16
+ *    GEMM inputs (mc_fused.h): the same IEEE operations in the same order,
  *    --fmad=false on the device, ISO C11 (no contraction) on the host;
  *  - one transcendental (SiLU, sigmoid): CUDA expf is within 2 ulp and glibc's within 1, and
  *    x / (1 + e) adds at most 1.5 ulp, so <= 8 ulp = 1e-6 relative;
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "src/model_cuda/attn_lab.h"
+#include "src/model_cuda/mc_fused.h"
 #include "src/model_cuda/mc_kernels.h"
 #include "src/model_cuda/mc_ref.h"
 #include "tests/gpu/mc_check_util.cuh"
@@ -60,7 +62,7 @@ static void check_rmsnorm() {
   }
 }
 
-static void check_embed_add_copy() {
+static void check_embed_act() {
   const int R = 4;
   const int64_t V = 50, H = 300;
   auto E = rnd((size_t)(V * H), 3, 1.0f);
@@ -71,11 +73,6 @@ static void check_embed_add_copy() {
   if (mc_embed(dE, dt, dh, R, H, 0) != 0) g_fail++;
   mc_ref_embed(E.data(), tok.data(), hr.data(), R, H);
   exact("embed", host(dh, h.size()), hr);
-  auto y = rnd(h.size(), 4, 2.0f);
-  float *dy = dev(y);
-  if (mc_add(dh, dy, (int64_t)h.size(), 0) != 0) g_fail++;
-  mc_ref_add(hr.data(), y.data(), (int64_t)h.size());
-  exact("add", host(dh, h.size()), hr);
   auto up = rnd(h.size(), 5, 2.0f);
   float *du = dev(up);
   std::vector<float> a(h.size()), ar(h.size());
@@ -88,15 +85,8 @@ static void check_embed_add_copy() {
   if (mc_swiglu(dgu, da, R, H, 0) != 0) g_fail++;
   mc_ref_swiglu(gu.data(), ar.data(), R, H);
   close_to("swiglu", host(da, a.size()), ar, 1e-6, 0.0);
-  auto z = rnd((size_t)(R * 2 * H), 7, 6.0f);
-  float *dz = dev(z);
-  auto yy = rnd(h.size(), 8, 1.0f);
-  float *dyy = dev(yy);
-  if (mc_mul_silu(dyy, dz, 2 * H, R, H, 0) != 0) g_fail++;
-  mc_ref_mul_silu(yy.data(), z.data(), 2 * H, R, H);
-  close_to("mul_silu (strided z)", host(dyy, yy.size()), yy, 1e-6, 0.0);
-  cudaFree(dE), cudaFree(dh), cudaFree(dt), cudaFree(dy), cudaFree(du), cudaFree(da);
-  cudaFree(dgu), cudaFree(dz), cudaFree(dyy);
+  cudaFree(dE), cudaFree(dh), cudaFree(dt), cudaFree(du), cudaFree(da);
+  cudaFree(dgu);
 }
 
 static void check_conv() {
@@ -398,6 +388,126 @@ static void check_metrics(int64_t V) {
   cudaFree(dl), cudaFree(dtg), cudaFree(ds), cudaFree(dm);
 }
 
+/* bf16 round to nearest even of a finite float, by its bits (the project's bf16 format, independent
+ * of CUDA's __float2bfloat16_rn): add 0x7fff plus the lowest kept bit, drop the low 16 bits. */
+static uint16_t bf16_rne(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* ub [Rpad][n] against bf16_rne of the fp32 values g [R][n], and zeros in rows R..Rpad-1. */
+static void bf16_rows(const char *name, const uint16_t *ub, const std::vector<float> &g, int R,
+                      int Rpad, int64_t n) {
+  size_t bad = 0;
+  for (int64_t i = 0; i < (int64_t)Rpad * n; i++)
+    if (ub[i] != (i < (int64_t)R * n ? bf16_rne(g[(size_t)i]) : 0)) bad++;
+  report(name, bad == 0, "%.0f differing of %.0f (bit-exact, padding rows zero)", (double)bad,
+         (double)Rpad * (double)n);
+}
+
+/* The fused glue (mc_fused.h) against the unfused kernels' arithmetic, bit for bit: h + y and
+ * the norm against the CPU references (bit-identical, as the unfused kernels are), the bf16
+ * inputs against bf16_rne of the fp32 outputs, and the padding rows zero (the buffer starts as
+ * 0xff bytes, so a row left unwritten fails). Sizes include a hidden width that is not a
+ * multiple of the block (300) and a padded batch (R = 5 of Rpad = 16). */
+static void check_fused() {
+  struct {
+    int R, Rpad;
+    int64_t H;
+    int with_y, with_ub, plus_one;
+    const char *name;
+  } cases[] = {{5, 16, 300, 1, 1, 1, "add_rmsnorm R=5/16 H=300 (1+w) bf16"},
+               {4, 4, 256, 0, 1, 0, "add_rmsnorm no y (first block) bf16"},
+               {16, 64, 2560, 1, 1, 0, "add_rmsnorm R=16/64 H=2560 bf16"},
+               {3, 3, 320, 1, 0, 0, "add_rmsnorm fp32 (no bf16 output)"}};
+  for (auto &c : cases) {
+    const size_t n = (size_t)c.R * (size_t)c.H;
+    auto h = rnd(n, 40, 3.0f), y = rnd(n, 41, 2.0f), w = rnd((size_t)c.H, 42, 1.0f);
+    std::vector<float> u(n), hr = h, ur(n);
+    float *dh = dev(h), *dy = dev(y), *dw = dev(w), *du = dev(u);
+    uint16_t *dub = nullptr;
+    const size_t nb = (size_t)c.Rpad * (size_t)c.H;
+    if (c.with_ub) {
+      CUDA_OK(cudaMalloc(&dub, nb * sizeof(uint16_t)));
+      CUDA_OK(cudaMemset(dub, 0xff, nb * sizeof(uint16_t)));
+    }
+    if (mc_add_rmsnorm(dh, c.with_y ? dy : nullptr, du, dub, c.R, c.Rpad, c.H, dw, c.plus_one,
+                       1e-6f, 0) != 0)
+      g_fail++;
+    if (c.with_y) mc_ref_add(hr.data(), y.data(), (int64_t)n);
+    mc_ref_rmsnorm(hr.data(), ur.data(), c.R, 1, (int)c.H, c.H, w.data(), 0, c.plus_one, 1e-6f);
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s: h", c.name);
+    exact(nm, host(dh, n), hr);
+    snprintf(nm, sizeof nm, "%s: u", c.name);
+    auto ug = host(du, n);
+    exact(nm, ug, ur);
+    if (c.with_ub) {
+      auto ub = host(dub, nb);
+      snprintf(nm, sizeof nm, "%s: ub", c.name);
+      bf16_rows(nm, ub.data(), ug, c.R, c.Rpad, c.H);
+      cudaFree(dub);
+    }
+    cudaFree(dh), cudaFree(dy), cudaFree(dw), cudaFree(du);
+  }
+  /* the SSM blocks' output norms: GDN's per-head norm with the gate (z strided, as the gate slice
+   * of the projection; within 1e-6 of the CPU: one expf in silu), Mamba-2's in-place grouped
+   * norm with per-group weights (bit-exact); both with the bf16 copy */
+  {
+    const int Rg = 5, Rgpad = 16, ng = 4, gs = 96;
+    const int64_t ld = (int64_t)ng * gs, ldz = 3 * ld;
+    const size_t n = (size_t)Rg * (size_t)ld, nb = (size_t)Rgpad * (size_t)ld;
+    auto x = rnd(n, 45, 3.0f), z = rnd((size_t)Rg * (size_t)ldz, 46, 6.0f);
+    auto wsh = rnd((size_t)gs, 47, 1.0f), wpg = rnd((size_t)ld, 48, 1.0f);
+    std::vector<float> y(n), yr(n);
+    float *dx = dev(x), *dz = dev(z), *dws = dev(wsh), *dwp = dev(wpg), *dyv = dev(y);
+    uint16_t *dyb = nullptr;
+    CUDA_OK(cudaMalloc(&dyb, nb * sizeof(uint16_t)));
+    CUDA_OK(cudaMemset(dyb, 0xff, nb * sizeof(uint16_t)));
+    if (mc_rmsnorm_gate(dx, dyv, dyb, dz, ldz, Rg, Rgpad, ng, gs, ld, dws, 0, 1e-6f, 0) != 0)
+      g_fail++;
+    mc_ref_rmsnorm(x.data(), yr.data(), Rg, ng, gs, ld, wsh.data(), 0, 0, 1e-6f);
+    mc_ref_mul_silu(yr.data(), z.data(), ldz, Rg, ld);
+    auto yg = host(dyv, n);
+    close_to("rmsnorm_gate GDN (gate, shared w)", yg, yr, 1e-6, 0.0);
+    bf16_rows("rmsnorm_gate GDN: yb", host(dyb, nb).data(), yg, Rg, Rgpad, ld);
+    CUDA_OK(cudaMemset(dyb, 0xff, nb * sizeof(uint16_t)));
+    if (mc_rmsnorm_gate(dx, dx, dyb, nullptr, 0, Rg, Rgpad, ng, gs, ld, dwp, 1, 1e-5f, 0) != 0)
+      g_fail++;
+    mc_ref_rmsnorm(x.data(), yr.data(), Rg, ng, gs, ld, wpg.data(), 1, 0, 1e-5f);
+    yg = host(dx, n);
+    exact("rmsnorm_gate Mamba-2 (in place, own w)", yg, yr);
+    bf16_rows("rmsnorm_gate Mamba-2: yb", host(dyb, nb).data(), yg, Rg, Rgpad, ld);
+    cudaFree(dx), cudaFree(dz), cudaFree(dws), cudaFree(dwp), cudaFree(dyv), cudaFree(dyb);
+  }
+  /* swiglu and relu2 with the bf16 output: act bit-identical to the unfused kernels' on the GPU
+   * (the same silu), within 1e-6 of the CPU (one expf: see the header) */
+  const int R = 5, Rpad = 16;
+  const int64_t I = 700;
+  const size_t n = (size_t)R * (size_t)I, nb = (size_t)Rpad * (size_t)I;
+  auto gu = rnd((size_t)R * 2 * (size_t)I, 43, 4.0f), up = rnd(n, 44, 2.0f);
+  std::vector<float> a(n), ar(n);
+  float *dgu = dev(gu), *dup = dev(up), *da = dev(a), *da2 = dev(a);
+  uint16_t *dab = nullptr;
+  CUDA_OK(cudaMalloc(&dab, nb * sizeof(uint16_t)));
+  CUDA_OK(cudaMemset(dab, 0xff, nb * sizeof(uint16_t)));
+  if (mc_swiglu_bf16(dgu, da, dab, R, Rpad, I, 0) != 0) g_fail++;
+  if (mc_swiglu(dgu, da2, R, I, 0) != 0) g_fail++;
+  auto ag = host(da, n);
+  exact("swiglu_bf16: act = swiglu's", ag, host(da2, n));
+  mc_ref_swiglu(gu.data(), ar.data(), R, I);
+  close_to("swiglu_bf16: act vs cpu", ag, ar, 1e-6, 0.0);
+  bf16_rows("swiglu_bf16: actb", host(dab, nb).data(), ag, R, Rpad, I);
+  CUDA_OK(cudaMemset(dab, 0xff, nb * sizeof(uint16_t)));
+  if (mc_relu2_bf16(dup, da, dab, R, Rpad, I, 0) != 0) g_fail++;
+  ag = host(da, n);
+  mc_ref_relu2(up.data(), ar.data(), R, I);
+  exact("relu2_bf16: act", ag, ar);
+  bf16_rows("relu2_bf16: actb", host(dab, nb).data(), ag, R, Rpad, I);
+  cudaFree(dgu), cudaFree(dup), cudaFree(da), cudaFree(da2), cudaFree(dab);
+}
+
 int main(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
@@ -405,7 +515,8 @@ int main(void) {
     return 2;
   }
   check_rmsnorm();
-  check_embed_add_copy();
+  check_embed_act();
+  check_fused();
   check_conv();
   check_gdn();
   check_mamba2();

@@ -1,0 +1,52 @@
+/* Fused glue of the GPU forward (issue 18 point 2; docs/gpu-runtime.md "Fused glue"): kernels
+ * that do in one launch what two or three of mc_kernels.h did, with the same IEEE operations in
+ * the same order, so that the step's outputs are bit-identical to the unfused path. A decode
+ * step of a tiny model is bound by its ~100 launches, not by its bytes; each launch saved is
+ * ~2 us of a 0.3-0.5 ms step. CPU references: the composition of mc_ref.h's functions (the
+ * device check tests/gpu/mc_kernels_check.cu compares the fused kernels with the unfused ones
+ * bit for bit). Launchers as in mc_kernels.h: asynchronous, no allocation, no host decision
+ * from device data; 0 or -1. bf16 outputs are `void *` (device __nv_bfloat16) for C callers. */
+#ifndef RSSM_MODEL_CUDA_MC_FUSED_H
+#define RSSM_MODEL_CUDA_MC_FUSED_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The residual add of the previous block and the RMSNorm of the next, per row r < R:
+ *   h[r] = h[r] + y[r]          (skipped when y is NULL: the first block, after the embedding)
+ *   u[r] = rmsnorm(h[r]) (1 + w or w, one group of H; mc_rmsnorm with ngroups 1, ld H)
+ *   ub[r] = bf16(u[r]), round to nearest even, when ub is not NULL, and ub[r] = 0 for
+ *   R <= r < Rpad (the padding rows the GEMM's row tiles read: what f32_to_bf16 made of u's
+ *   never-written zero rows).
+ * Bit-identical to mc_add, then mc_rmsnorm, then the bf16 conversion of the GEMM. */
+int mc_add_rmsnorm(float *h /* [R][H] */, const float *y /* [R][H] or NULL */,
+                   float *u /* [R][H] */, void *ub /* bf16 [Rpad][H] or NULL */, int R, int Rpad,
+                   int64_t H, const float *w /* [H] */, int plus_one, float eps, void *stream);
+
+/* The SSM blocks' output norms: mc_rmsnorm's (groups of gs, ld apart, w shared or per group, no
+ * plus-one), then y *= silu(z) when z is not NULL (GDN: z = the gate slice of the projection,
+ * rows ldz apart), and yb [Rpad][ld] = bf16(y) (rows R..Rpad-1 zero) when yb is not NULL (ld is
+ * the output projection's input width). x == y is allowed (Mamba-2's in-place norm).
+ * Bit-identical to mc_rmsnorm, then the old mul_silu (y * silu(z)), then gemm's conversion. */
+int mc_rmsnorm_gate(const float *x /* [R][ld] */, float *y /* [R][ld] */,
+                    void *yb /* bf16 [Rpad][ld] or NULL */, const float *z /* [R][ldz] or NULL */,
+                    int64_t ldz, int R, int Rpad, int ngroups, int gs, int64_t ld,
+                    const float *w /* [gs] or [ngroups][gs] */, int w_per_group, float eps,
+                    void *stream);
+
+/* mc_swiglu (act[r][i] = silu(gu[r][i]) gu[r][I + i]) and mc_relu2 (act = max(up, 0)^2) that
+ * also write the bf16 GEMM input actb [Rpad][I] (rows R..Rpad-1 zero), for the block's output
+ * projection. */
+int mc_swiglu_bf16(const float *gu /* [R][2 I] */, float *act /* [R][I] */,
+                   void *actb /* bf16 [Rpad][I] */, int R, int Rpad, int64_t I, void *stream);
+int mc_relu2_bf16(const float *up /* [R][I] */, float *act /* [R][I] */,
+                  void *actb /* bf16 [Rpad][I] */, int R, int Rpad, int64_t I, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
