@@ -2,7 +2,7 @@
 """Rewrites the measured parts of each trained model's card (data/models/NAME/README.md) from the
 files that hold the measurements, so that a retrained model's card cannot keep old numbers:
 
-    /usr/bin/python3 scripts/refresh_model_cards.py [--bpb results/h200-2026-12-01/bpb.json]
+    /usr/bin/python3 scripts/refresh_model_cards.py [--bpb results/h200-2026-12-02-s8/repro/figures/bpb.json]
 
 Each card keeps its prose; what lies between the markers
     <!-- measured:NAME --> ... <!-- /measured:NAME -->
@@ -44,7 +44,19 @@ def training(ev, corpus_mb):
         f"(shared with the other model), AdamW lr {ev['lr']:g} cosine to {ev['lr'] / 10:g}, bf16 "
         f"autocast, seed {ev['seed']} |",
         f"| final training loss | {ev['final_train_bpb']:.2f} bits per byte (mean of the last "
-        "logged steps) |"])
+        "logged steps) |"] + continued(ev))
+
+
+def continued(ev):
+    """A continued run (--init-from) says so: its steps are on top of the run it started from."""
+    if not ev.get("init_from"):
+        return []
+    gdn_long_beta = ev.get("long_beta_memory") and ev.get("gdn_chunk_trained")
+    extra = (f"; learned GDN heads that remember past {ev['long_beta_memory']:g} tokens pushed to "
+             "write weakly (`--long-beta`)" if gdn_long_beta else "")
+    return [f"| continued from | the previous bf16 weights of this model (`--init-from "
+            f"{ev['init_from']}`, {ev.get('warmup', 0)} warm-up steps){extra}; the steps above "
+            "are this run's alone (docs/trained-models.md lists both runs) |"]
 
 
 def bpb(name, ev, rep):
@@ -114,7 +126,8 @@ def replace(text, key, body, path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bpb", default=os.path.join(ROOT, "results", "h200-2026-12-01", "bpb.json"))
+    ap.add_argument("--bpb", default=os.path.join(ROOT, "results", "h200-2026-12-02-s8", "repro",
+                                                  "figures", "bpb.json"))
     ap.add_argument("--corpus-manifest", default=os.path.join(ROOT, ".corpus", "MANIFEST"))
     args = ap.parse_args()
     rep = json.load(open(args.bpb)) if os.path.exists(args.bpb) else {}

@@ -309,6 +309,11 @@ def init_from_checkpoint(model, path):
 
     sd = load_file(os.path.join(path, "model.safetensors"))
     own = model.state_dict()
+    # Nemotron-H checkpoints name the trunk "backbone." on disk (the Hugging Face layout that
+    # save_pretrained writes back), while transformers 5's module tree calls it "model."
+    if any(k.startswith("backbone.") for k in sd) and not any(k.startswith("backbone.") for k in own):
+        sd = {("model." + k[len("backbone."):] if k.startswith("backbone.") else k): v
+              for k, v in sd.items()}
     missing = sorted(set(own) - set(sd))
     extra = sorted(set(sd) - set(own))
     if missing or extra:
