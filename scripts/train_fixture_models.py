@@ -31,7 +31,10 @@ Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight deca
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fixed from the
 measured speed so that it ends at --train-seconds; batch --batch (4) x 16384 tokens; grad-norm
 clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
-seed fixed per model. transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
+seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
+where they remember past M0 tokens), --cap-memory M1 (the learned GDN heads are pushed to forget
+within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
+(the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads). transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
 GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 when that is
 as close to the exact token-by-token recurrence as 64 (GdnChunk.check, at the start and again on
 the trained model; every evaluation number uses 64).
@@ -81,6 +84,9 @@ SOURCES = [("austen", 0.30), ("tdavid", 0.25), ("sotu", 0.15), ("kjv", 0.15), ("
 # GDN slow heads write weakly: a penalty SLOW_BETA_WEIGHT * mean softplus(b - logit(beta_t))
 # on their write strength beta = sigmoid(in_proj_b x), beta_t = memory^-1/2 (SlowBeta).
 SLOW_BETA_WEIGHT = 0.05
+# --cap-memory M1: the learned GDN heads' memory is pushed below M1 tokens by a penalty
+# CAP_MEMORY_WEIGHT * mean softplus(log(memory_t / M1)) (SlowBeta.add_cap).
+CAP_MEMORY_WEIGHT = 0.05
 
 
 def log(msg):
@@ -179,6 +185,13 @@ def input_decay_rows(kind, m):
     return w, w.shape[0] - nh
 
 
+def torch_stack_mean(rows):
+    """The mean of a list of equal-shaped tensors."""
+    import torch
+
+    return torch.stack(rows).mean(dim=0)
+
+
 class FixedHeads:
     """The slow heads' fixed entries: gradients masked, values restored after every step."""
 
@@ -218,6 +231,8 @@ class SlowBeta:
         self.terms = []     # penalty terms of the current forward pass
         self.seen = []      # mean beta of the slow heads, per forward pass (for the log)
         self.seen_long = [] # --long-beta: [fraction of tokens past M0, their mean beta]
+        self.cap_terms = [] # --cap-memory: penalty terms of the current forward pass
+        self.seen_cap = []  # --cap-memory: [fraction of tokens past M1, largest log memory]
         self.hooks = []
 
     def add(self, m, heads, memories):
@@ -274,6 +289,40 @@ class SlowBeta:
         self.hooks.append(m.in_proj_a.register_forward_hook(hook("a")))
         self.hooks.append(m.in_proj_b.register_forward_hook(hook("b")))
 
+    def add_cap(self, m, heads, m1):
+        """--cap-memory M1: the learned heads (`heads`) of GDN layer m are pushed to forget within
+        M1 tokens: a term softplus(log(memory_t / M1)) per head and token, memory_t = 1 / (1 -
+        alpha_t), alpha_t = exp(-exp(A_log) softplus(a_t + dt_bias)); about log(memory_t / M1)
+        above M1, nearly 0 below. Unlike --long-beta's push (on beta only), this one reaches the
+        decay: A_log, dt_bias and in_proj_a. Why (session 8, docs/trained-models.md): the GDN
+        model's shared-checkpoint KL levels where its heads of ~1000 tokens saturate, and the
+        designed slow heads are to carry the long memory alone."""
+        import torch
+        import torch.nn.functional as F
+
+        heads = list(heads)
+        log_m1 = math.log(m1)
+
+        def hook(mod, inp, out):
+            if not self.active:
+                return
+            a = out[..., heads].float()
+            rate = torch.exp(m.A_log.float()[heads]) * F.softplus(a + m.dt_bias.float()[heads])
+            log_mem = -torch.log(-torch.expm1(-rate.clamp(min=1e-12)))   # [..][len(heads)]
+            self.cap_terms.append(F.softplus(log_mem - log_m1).mean())
+            self.seen_cap.append(torch.stack([(log_mem > log_m1).float().mean().detach(),
+                                              log_mem.detach().max()]))
+        self.hooks.append(m.in_proj_a.register_forward_hook(hook))
+
+    def cap_stats(self):
+        """(fraction of learned-head tokens past --cap-memory's M1, the largest memory seen) since
+        the last call, or None."""
+        if not self.seen_cap:
+            return None
+        v = torch_stack_mean(self.seen_cap)
+        self.seen_cap = []
+        return float(v[0]), math.exp(float(v[1]))
+
     def long_stats(self):
         """(fraction of learned-head tokens past --long-beta's memory, their mean beta) since the
         last call, or None."""
@@ -284,11 +333,16 @@ class SlowBeta:
         return float(v[0]), float(v[1])
 
     def penalty(self):
-        """SLOW_BETA_WEIGHT times the mean term of this forward pass; clears the terms."""
-        if not self.terms:
-            return None
-        pen = SLOW_BETA_WEIGHT * sum(self.terms) / len(self.terms)
+        """SLOW_BETA_WEIGHT times the mean beta term of this forward pass, plus CAP_MEMORY_WEIGHT
+        times the mean --cap-memory term; clears the terms. None when there are none."""
+        pen = None
+        if self.terms:
+            pen = SLOW_BETA_WEIGHT * sum(self.terms) / len(self.terms)
+        if self.cap_terms:
+            cap = CAP_MEMORY_WEIGHT * sum(self.cap_terms) / len(self.cap_terms)
+            pen = cap if pen is None else pen + cap
         self.terms = []
+        self.cap_terms = []
         return pen
 
     def mean_beta(self):
@@ -328,10 +382,12 @@ def init_from_checkpoint(model, path):
     log(f"initialised from {path}: {len(sd)} tensors")
 
 
-def design_ssm_heads(model, seed, long_beta=0.0):
-    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer;
-    long_beta > 0: the learned GDN heads' beta is pushed down where they remember longer than
-    long_beta tokens (SlowBeta.add_learned)."""
+def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0):
+    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer
+    with memories log-spaced over slow_range; long_beta > 0: the learned GDN heads' beta is
+    pushed down where they remember longer than long_beta tokens (SlowBeta.add_learned);
+    cap_memory > 0: the learned GDN heads are pushed to forget within cap_memory tokens
+    (SlowBeta.add_cap)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed + 77)
@@ -341,7 +397,7 @@ def design_ssm_heads(model, seed, long_beta=0.0):
     fixed = FixedHeads()
     fixed.beta = SlowBeta()
     n_slow = len(layers) * SLOW_PER_LAYER
-    lo, hi = (math.log(v) for v in SLOW_MEMORIES)
+    lo, hi = (math.log(v) for v in slow_range)
     with torch.no_grad():
         for li, (kind, m) in enumerate(layers):
             nh = m.num_v_heads if kind == "gdn" else m.num_heads
@@ -380,6 +436,8 @@ def design_ssm_heads(model, seed, long_beta=0.0):
                 fixed.beta.add(m, slow, [e["memory_design"] for e in fixed.table[-len(slow):]])
             if kind == "gdn" and long_beta > 0:
                 fixed.beta.add_learned(m, range(nh - SLOW_PER_LAYER), long_beta)
+            if kind == "gdn" and cap_memory > 0:
+                fixed.beta.add_cap(m, range(nh - SLOW_PER_LAYER), cap_memory)
             fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
             fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
             rows = [row0 + h for h in slow]
@@ -603,7 +661,7 @@ def train(name, args):
     torch.backends.cudnn.allow_tf32 = True
 
     model = builder().to(torch.float32)
-    fixed = design_ssm_heads(model, seed, args.long_beta)
+    fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory)
     if args.init_from:
         init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
@@ -720,10 +778,14 @@ def train(name, args):
                              "heldout_bpb": None if ho is None else round(ho, 5)})
                 mb = fixed.beta.mean_beta()
                 lb = fixed.beta.long_stats()
+                cs = fixed.beta.cap_stats()
                 log(f"step {step:5d} lr {lr:.2e} train {tr:.4f} bpb gnorm {gnorm:.3f}"
                     + ("" if mb is None else f"  slow beta {mb:.4f}")
                     + ("" if lb is None else
                        f"  learned past {args.long_beta:g}: {lb[0]:.3f} of tokens, beta {lb[1]:.4f}")
+                    + ("" if cs is None else
+                       f"  learned past cap {args.cap_memory:g}: {cs[0]:.3f} of tokens, "
+                       f"longest {cs[1]:.3g}")
                     + ("" if ho is None else f"  held-out {ho:.4f} bpb"))
     except Exception:  # noqa: BLE001 - keep what has been trained so far
         traceback.print_exc()
@@ -772,9 +834,10 @@ def train(name, args):
               "lr": args.lr, "seed": seed, "sources": SOURCES, "heldout_starts": starts,
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
-              "slow_memories": SLOW_MEMORIES, "slow_beta_weight": SLOW_BETA_WEIGHT,
+              "slow_memories": list(args.slow_range), "slow_beta_weight": SLOW_BETA_WEIGHT,
               "gdn_chunk_start": chunk_info, "init_from": args.init_from, "warmup": warmup,
-              "long_beta_memory": args.long_beta}
+              "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
+              "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -965,6 +1028,18 @@ def write_rest(work, out, name, result, rows):
     os.replace(tar_path + ".tmp", tar_path)
 
 
+def slow_range_arg(text):
+    """--slow-range LO:HI -> (LO, HI): 1 < LO <= HI <= SEQ / 2 (a memory longer than half the
+    training window is never seen whole twice in one window)."""
+    try:
+        lo, hi = (float(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected LO:HI, two numbers of tokens")
+    if not (1 < lo <= hi <= SEQ // 2):
+        raise argparse.ArgumentTypeError(f"'{text}': expected 1 < LO <= HI <= {SEQ // 2}")
+    return (lo, hi)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
@@ -985,6 +1060,14 @@ def main():
     ap.add_argument("--long-beta", type=float, default=0.0, metavar="M0",
                     help="also push the learned GDN heads' beta below memory^-1/2 wherever their "
                          "memory exceeds M0 tokens (0: off; e.g. 256)")
+    ap.add_argument("--cap-memory", type=float, default=0.0, metavar="M1",
+                    help="push the learned GDN heads to forget within M1 tokens (a penalty on "
+                         "their decay; 0: off; e.g. 100), so that the fixed slow heads carry the "
+                         "long memory alone")
+    ap.add_argument("--slow-range", type=slow_range_arg, default=SLOW_MEMORIES, metavar="LO:HI",
+                    help="memories of the fixed slow heads, log-spaced from LO to HI tokens "
+                         f"(default {SLOW_MEMORIES[0]:g}:{SLOW_MEMORIES[1]:g}; HI at most half "
+                         f"the training window, {SEQ // 2})")
     ap.add_argument("--reference-only", metavar="DIR",
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")

@@ -1,7 +1,8 @@
 """SlowBeta.add_learned (scripts/train_fixture_models.py --long-beta) on a stand-in GDN module:
 the penalty equals its formula, only learned heads whose per-token memory exceeds M0 contribute,
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
-fire does not matter. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
+fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
+not beta) and --slow-range's parser. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
 before training, on the GPU machine (CI has no torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
@@ -64,4 +65,64 @@ for order in ("ba", "ab"):
     print(order, "penalty", float(pen), "long fraction", st)
     # inactive: nothing recorded
     m(x); assert sb.penalty() is None
+
+# SlowBeta.add_cap (--cap-memory M1): the term equals its formula, heads far below M1 add nearly
+# nothing, heads outside `heads` nothing at all, and the push reaches the decay (A_log, dt_bias,
+# in_proj_a) but not beta; it adds to add_learned's term in penalty().
+torch.manual_seed(1)
+m = FakeGDN()
+with torch.no_grad():
+    # heads 0, 1: memories of thousands of tokens; 2, 3: about one token; 4, 5: slow, not capped
+    m.A_log[:] = torch.tensor([math.log(1e-4), math.log(1e-4), math.log(1.0), math.log(1.0),
+                               math.log(1e-5), math.log(1e-5)])
+    m.in_proj_a.weight.mul_(0.1)
+sb = tfm.SlowBeta()
+sb.add_cap(m, range(4), 100.0)
+x = torch.randn(2, 50, 16)
+sb.active = True
+m(x)
+sb.active = False
+pen = sb.penalty()
+a = m.in_proj_a(x)[..., :4]
+rate = torch.exp(m.A_log[:4]) * F.softplus(a + m.dt_bias[:4])
+log_mem = torch.log(1 / -torch.expm1(-rate))
+ref = tfm.CAP_MEMORY_WEIGHT * F.softplus(log_mem - math.log(100.0)).mean()
+assert torch.allclose(pen, ref), (pen, ref)
+assert log_mem[..., :2].min() > math.log(1000) and log_mem[..., 2:].max() < math.log(3), log_mem
+pen.backward()
+gA = m.A_log.grad
+assert gA[:2].abs().min() > 0, gA                  # long capped heads: pushed
+# ~1-token heads: nearly nothing (softplus' = sigmoid(log(3 / 100)) < 0.03 of the long heads')
+assert gA[2:4].abs().max() < 0.05 * gA[:2].abs().min(), gA
+assert gA[4:].abs().sum() == 0, gA                 # slow heads are not capped
+assert gA[:2].max() < 0, gA                        # the push raises the decay rate (descent: -g)
+assert m.dt_bias.grad[:2].abs().min() > 0 and m.in_proj_a.weight.grad[:2].abs().sum() > 0
+assert m.in_proj_b.weight.grad is None or m.in_proj_b.weight.grad.abs().sum() == 0
+frac, longest = sb.cap_stats()
+assert abs(frac - 0.5) < 1e-6 and longest > 1000, (frac, longest)
+assert sb.cap_stats() is None
+# with add_learned on the same module both terms add up in one penalty
+sb2 = tfm.SlowBeta()
+sb2.add_learned(m, range(4), 256.0)
+sb2.add_cap(m, range(4), 100.0)
+sb2.active = True
+m(x)
+sb2.active = False
+both = sb2.penalty()
+sb3 = tfm.SlowBeta()
+sb3.add_learned(m, range(4), 256.0)
+sb3.active = True
+m(x)
+sb3.active = False
+only_beta = sb3.penalty()
+assert torch.allclose(both, only_beta + ref), (both, only_beta, ref)
+# --slow-range: parsed and bounded by half the training window
+assert tfm.slow_range_arg("1024:8192") == (1024.0, 8192.0)
+for bad in ("8192", "0.5:100", "100:50", f"1024:{tfm.SEQ}", "a:b"):
+    try:
+        tfm.slow_range_arg(bad)
+    except tfm.argparse.ArgumentTypeError:
+        continue
+    raise AssertionError(f"--slow-range {bad} accepted")
+print("cap penalty", float(pen), "past cap", frac)
 print("ok")
