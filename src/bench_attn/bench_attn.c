@@ -2,12 +2,12 @@
  * Pure C: the CPU build parses the options too, so its tests see the same usage errors. */
 #include "src/bench_attn/bench_attn.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/io/cli_opts.h"
+#include "src/io/parse_num.h"
 
 #define CMD "bench attention"
 
@@ -28,23 +28,6 @@ static const ba_shape shapes[] = {
 const ba_shape *ba_shapes(int *n) {
   *n = N_SHAPES;
   return shapes;
-}
-
-/* "a,b,c" of integers in [lo, hi] into out (at most BA_MAX_LIST); the count, or -1. */
-static int int_list(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  int n = 0;
-  const char *p = text;
-  while (*p) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || errno || v < lo || v > hi || n == BA_MAX_LIST) return -1;
-    out[n++] = v;
-    if (*end == ',' && end[1] != '\0') p = end + 1; /* "1024," is an error, not a list of one */
-    else if (*end == '\0') p = end;
-    else return -1;
-  }
-  return n > 0 ? n : -1;
 }
 
 /* The word list of --shape and --variants; 0 or 2 after the message. */
@@ -130,13 +113,13 @@ int ba_parse(int argc, char **argv, ba_options *o) {
   if (done) return prc == 0 ? -1 : prc;
   if (shape && parse_words(shape, o, 1)) return 2;
   if (variants && parse_words(variants, o, 0)) return 2;
-  if (pos && (o->npositions = int_list(pos, 1, 1048576, o->positions)) < 0) {
+  if (pos && (o->npositions = rssm_parse_int_list(pos, 1, 1048576, o->positions, BA_MAX_LIST)) < 0) {
     cli_error(CMD, "--positions '%s': expected a comma-separated list of positions 1..1048576", pos);
     return 2;
   }
   if (rows) {
     int64_t r[BA_MAX_LIST];
-    if ((o->nrows = int_list(rows, 1, 4096, r)) < 0) {
+    if ((o->nrows = rssm_parse_int_list(rows, 1, 4096, r, BA_MAX_LIST)) < 0) {
       cli_error(CMD, "--rows '%s': expected a comma-separated list of row counts 1..4096", rows);
       return 2;
     }

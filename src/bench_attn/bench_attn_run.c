@@ -14,7 +14,6 @@
  * gates when gated), R nH D 4 each. The partial sums the split kernels write and the combine
  * reads are not counted: they are the kernels' overhead, which the percent of copy shows. */
 #include <cuda_runtime_api.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,35 +104,31 @@ static int alloc_bufs(ba_bufs *b, const ba_shape *s, int R, int64_t Pmax, size_t
   return 0;
 }
 
+/* What time_variant launches: one decode of `variant` at the uploaded positions. */
+typedef struct {
+  ba_bufs *b;
+  const ba_shape *s;
+  int R, nsplit, variant;
+  int64_t Pmax;
+} ba_timed;
+
+static int timed_decode(void *ctx) {
+  const ba_timed *t = ctx;
+  const ba_bufs *b = t->b;
+  const int64_t ld = 2 * (int64_t)t->s->nH * t->s->D;
+  return attn_lab_decode(t->variant, b->q, b->kc, b->vc, b->pos, NULL, t->Pmax,
+                         t->s->gated ? b->gate : NULL, ld, b->scratch, b->out, t->R, t->s->nH,
+                         t->s->nKV, t->s->D, t->nsplit, NULL);
+}
+
 /* Median microseconds of `variant` at the uploaded positions, or -1 (printed). */
 static double time_variant(ba_bufs *b, const ba_shape *s, int R, int64_t Pmax, int nsplit, int variant,
                            const ba_options *o) {
-  double *ms = malloc((size_t)o->reps * sizeof *ms);
-  if (!ms) return -1.0;
-  const int64_t ld = 2 * (int64_t)s->nH * s->D;
-  double med = -1.0;
-  for (int it = -o->warmup; it < o->reps; it++) {
-    if (mc_read_kernel(b->flush, b->flush_bytes, (float *)((char *)b->flush + b->flush_bytes), NULL) != 0) {
-      cli_error(CMD, "CUDA error in the L2 flush (launch)");
-      goto done;
-    }
-    cudaEventRecord(b->e0, NULL);
-    int rc = attn_lab_decode(variant, b->q, b->kc, b->vc, b->pos, NULL, Pmax, s->gated ? b->gate : NULL, ld,
-                             b->scratch, b->out, R, s->nH, s->nKV, s->D, nsplit, NULL);
-    cudaEventRecord(b->e1, NULL);
-    if (rc != 0) {
-      cli_error(CMD, "%s R=%d: variant %s failed to launch (%d)", s->key, R, attn_lab_name(variant), rc);
-      goto done;
-    }
-    if (!ok(cudaEventSynchronize(b->e1), attn_lab_name(variant))) goto done;
-    float t = 0.0f;
-    cudaEventElapsedTime(&t, b->e0, b->e1);
-    if (it >= 0) ms[it] = t;
-  }
-  med = 1000.0 * gsl_stats_median(ms, 1, (size_t)o->reps); /* reorders ms */
-done:
-  free(ms);
-  return med;
+  ba_timed t = {b, s, R, nsplit, variant, Pmax};
+  char what[96];
+  snprintf(what, sizeof what, "%s R=%d: variant %s", s->key, R, attn_lab_name(variant));
+  return mc_bench_median_us(CMD, what, timed_decode, &t, o->warmup, o->reps, b->flush, b->flush_bytes,
+                            b->e0, b->e1);
 }
 
 /* The split count variant v runs at: the runtime's for the shipped decode (what a model batch

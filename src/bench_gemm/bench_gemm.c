@@ -2,12 +2,12 @@
  * C: the CPU build parses the options too, so its tests see the same usage errors. */
 #include "src/bench_gemm/bench_gemm.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/io/cli_opts.h"
+#include "src/io/parse_num.h"
 
 #define CMD "bench gemm"
 
@@ -34,20 +34,11 @@ const bg_model *bg_models(int *n) {
 }
 
 /* "a,b,c" of integers in [lo, hi] into out (at most BG_MAX_LIST); the count, or -1. */
-static int int_list(const char *text, long lo, long hi, int *out) {
-  int n = 0;
-  const char *p = text;
-  while (*p) {
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || v < lo || v > hi || n == BG_MAX_LIST) return -1;
-    out[n++] = (int)v;
-    if (*end == ',' && end[1] != '\0') p = end + 1; /* "16," is an error, not a list of one */
-    else if (*end == '\0') p = end;
-    else return -1;
-  }
-  return n > 0 ? n : -1;
+static int int_list(const char *text, long lo, long hi, int *out /* [BG_MAX_LIST] */) {
+  int64_t v[BG_MAX_LIST];
+  int n = rssm_parse_int_list(text, lo, hi, v, BG_MAX_LIST);
+  for (int i = 0; i < n; i++) out[i] = (int)v[i];
+  return n;
 }
 
 enum { W_SHAPE, W_PREC, W_VARIANT };

@@ -8,7 +8,7 @@
  *  - per distinct GEMM and variant: --warmup untimed calls, then --reps calls each preceded by a
  *    read of 2 x L2 bytes outside the timed interval (the weights never start in L2: in a model
  *    step the other layers ran in between; a read, not a memset, leaves no dirty lines whose
- *    write-back would be timed), CUDA events around the call, the median (gsl_stats_median);
+ *    write-back would be timed), CUDA events around the call, the median (mc_bench_median_us);
  *  - per variant, the whole step: the same with every GEMM call of the step, in the runtime's
  *    order, between the two events (one L2 flush before the step).
  * bf16 calls include the rounding of X to bf16 (the runtime does it once per GEMM too).
@@ -18,7 +18,6 @@
  * at R <= 64 they are <= 64 / rows (or / cols) of the weights, and a variant that reads the
  * weights several times (cublas on R / tile tiles) shows it as a lower percent. */
 #include <cuda_runtime_api.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,35 +112,31 @@ static int call(bg_bufs *b, const bg_step *s, int gi, int inst, int variant, gem
                       b->splits[gi]);
 }
 
+/* What time_it launches: one GEMM (gi >= 0) or the whole step's sequence (gi < 0). */
+typedef struct {
+  bg_bufs *b;
+  const bg_step *s;
+  int gi, variant, R, tile;
+  gemm_lab_prec p;
+} bg_timed;
+
+static int timed_call(void *ctx) {
+  const bg_timed *t = ctx;
+  if (t->gi >= 0) return call(t->b, t->s, t->gi, 0, t->variant, t->p, t->R, t->tile);
+  int rc = 0;
+  for (int i = 0; i < t->s->nseq && rc == 0; i++)
+    rc = call(t->b, t->s, t->s->seq[i], t->s->inst[i], t->variant, t->p, t->R, t->tile);
+  return rc;
+}
+
 /* Median microseconds of one GEMM (gi >= 0) or of the whole step (gi < 0), or -1 (printed). */
 static double time_it(bg_bufs *b, const bg_step *s, int gi, int variant, gemm_lab_prec p, int R, int tile,
                       const bg_options *o) {
-  double *ms = malloc((size_t)o->reps * sizeof *ms);
-  if (!ms) return -1.0;
-  double med = -1.0;
-  for (int it = -o->warmup; it < o->reps; it++) {
-    if (o->flush && mc_read_kernel(b->flush, b->flush_bytes, (float *)((char *)b->flush + b->flush_bytes), NULL) != 0) {
-      cli_error(CMD, "CUDA error in the L2 flush (launch)");
-      goto done;
-    }
-    cudaEventRecord(b->e0, NULL);
-    int rc = 0;
-    if (gi >= 0) rc = call(b, s, gi, 0, variant, p, R, tile);
-    for (int i = 0; gi < 0 && i < s->nseq && rc == 0; i++) rc = call(b, s, s->seq[i], s->inst[i], variant, p, R, tile);
-    cudaEventRecord(b->e1, NULL);
-    if (rc != 0) {
-      cli_error(CMD, "variant %s failed to launch (%d)", gemm_lab_name(variant), rc);
-      goto done;
-    }
-    if (!ok(cudaEventSynchronize(b->e1), gemm_lab_name(variant))) goto done;
-    float t = 0.0f;
-    cudaEventElapsedTime(&t, b->e0, b->e1);
-    if (it >= 0) ms[it] = t;
-  }
-  med = 1000.0 * gsl_stats_median(ms, 1, (size_t)o->reps); /* reorders ms */
-done:
-  free(ms);
-  return med;
+  bg_timed t = {b, s, gi, variant, R, tile, p};
+  char what[64];
+  snprintf(what, sizeof what, "variant %s", gemm_lab_name(variant));
+  return mc_bench_median_us(CMD, what, timed_call, &t, o->warmup, o->reps, o->flush ? b->flush : NULL,
+                            b->flush_bytes, b->e0, b->e1);
 }
 
 /* Checks every variant on every distinct GEMM; passed[v] = 1 for those to time. Returns the

@@ -46,6 +46,7 @@
 #include "src/bench_kernels/ssm_check.h"
 #include "src/bench_kernels/targets.h"
 #include "src/io/cli_opts.h"
+#include "src/io/parse_num.h"
 #include "src/model_cuda/mc_bandwidth.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
@@ -144,21 +145,13 @@ static int cuda_ok(cudaError_t e, const char *what) {
   return 0;
 }
 
-/* Parses "a,b,c" of positive ints into out (at most MAX_LIST). Returns the count or -1. */
-static int parse_int_list(const char *text, int *out) {
-  int n = 0;
-  const char *p = text;
-  while (*p) {
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || v < 1 || v > 1000000 || n == MAX_LIST) return -1;
-    out[n++] = (int)v;
-    if (*end == ',') p = end + 1;
-    else if (*end == '\0') p = end;
-    else return -1;
-  }
-  return n > 0 ? n : -1;
+/* Parses "a,b,c" of positive ints (at most 1000000) into out (at most MAX_LIST). Returns the
+ * count or -1. */
+static int parse_int_list(const char *text, int *out /* [MAX_LIST] */) {
+  int64_t v[MAX_LIST];
+  int n = rssm_parse_int_list(text, 1, 1000000, v, MAX_LIST);
+  for (int i = 0; i < n; i++) out[i] = (int)v[i];
+  return n;
 }
 
 /* What a readout reads per head and record in this engine: alpha, x (GDN: u) [dv] and the key

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <gsl/gsl_statistics_double.h>
+
 extern "C" {
 #include "src/io/cli_opts.h"
 }
@@ -150,4 +152,44 @@ extern "C" double mc_bench_copy_line(const char *cmd, int iters) {
   printf("copy bandwidth (1 GiB, read + write): kernel %.1f GB/s, cudaMemcpy D2D %.1f GB/s; "
          "reference %.1f GB/s\n", kg, mg, copy);
   return copy;
+}
+
+extern "C" double mc_bench_median_us(const char *cmd, const char *what, mc_bench_launch launch,
+                                     void *ctx, int warmup, int reps, void *flush,
+                                     size_t flush_bytes, cudaEvent_t e0, cudaEvent_t e1) {
+  double *ms = static_cast<double *>(malloc((size_t)reps * sizeof *ms)); /* [reps] */
+  if (!ms) {
+    cli_error(cmd, "%s: out of host memory for %d timings", what, reps);
+    return -1.0;
+  }
+  double med = -1.0;
+  for (int it = -warmup; it < reps; it++) {
+    if (flush && mc_read_kernel(flush, flush_bytes, (float *)((char *)flush + flush_bytes), NULL) != 0) {
+      cli_error(cmd, "CUDA error in the L2 flush (launch)");
+      goto done;
+    }
+    cudaEventRecord(e0, NULL);
+    {
+      const int rc = launch(ctx);
+      cudaEventRecord(e1, NULL);
+      if (rc != 0) {
+        cli_error(cmd, "%s failed to launch (%d)", what, rc);
+        goto done;
+      }
+    }
+    {
+      const cudaError_t e = cudaEventSynchronize(e1);
+      if (e != cudaSuccess) {
+        cli_error(cmd, "CUDA error in %s: %s", what, cudaGetErrorString(e));
+        goto done;
+      }
+    }
+    float t = 0.0f;
+    cudaEventElapsedTime(&t, e0, e1);
+    if (it >= 0) ms[it] = t;
+  }
+  med = 1000.0 * gsl_stats_median(ms, 1, (size_t)reps); /* reorders ms */
+done:
+  free(ms);
+  return med;
 }

@@ -39,6 +39,18 @@ int mc_bench_device(const char *cmd, struct cudaDeviceProp *prop, char *date /* 
  * reference), or one line (cli_error of cmd) and -1 on a CUDA error. */
 double mc_bench_copy_line(const char *cmd, int iters);
 
+/* One launch that a benchmark times: 0, or non-zero for a launch failure (nothing printed). */
+typedef int (*mc_bench_launch)(void *ctx);
+
+/* Median microseconds of launch(ctx) over `reps` timed calls (reps >= 1) after `warmup` untimed
+ * ones, each call preceded by an L2 flush when flush is not NULL (mc_read_kernel over
+ * flush[flush_bytes], its sink just past them) and bracketed by events e0 and e1 on the default
+ * stream. Returns -1 after one line (cli_error of cmd, naming `what`) on an allocation, flush,
+ * launch or CUDA error. Shared by `bench gemm` and `bench attention`. */
+double mc_bench_median_us(const char *cmd, const char *what, mc_bench_launch launch, void *ctx,
+                          int warmup, int reps, void *flush, size_t flush_bytes, cudaEvent_t e0,
+                          cudaEvent_t e1);
+
 #ifdef __cplusplus
 }
 #endif
