@@ -8,7 +8,9 @@
 #   INIT_FROM      continue the models in INIT_FROM/NAME (e.g. data/models) instead of random
 #                  weights (--init-from; pass TRAIN_ARGS="--warmup 20" for a short warm-up)
 #   TRAIN_ARGS     more options for scripts/train_fixture_models.py (e.g. "--warmup 20
-#                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly)
+#                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly;
+#                  "--cap-memory 100 --slow-range 1024:8192": docs/next-session.md)
+#   ONLY           one model to train instead of both (qwen35-gdn-tiny or nemotronh-m2-tiny)
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,13 @@ OUT=${OUT:-./train-out}
 TRAIN_SECONDS=${TRAIN_SECONDS:-470}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 mkdir -p "$OUT" /tmp/rssm-logs
-MODELS=(qwen35-gdn-tiny nemotronh-m2-tiny)
+# ONLY=NAME trains one of the two (e.g. a GDN-only change of the design: --cap-memory)
+read -r -a MODELS <<< "${ONLY:-qwen35-gdn-tiny nemotronh-m2-tiny}"
+for m in "${MODELS[@]}"; do
+  case $m in qwen35-gdn-tiny | nemotronh-m2-tiny) ;;
+    *) echo "train_session: ONLY='$m': expected qwen35-gdn-tiny or nemotronh-m2-tiny"; exit 2 ;;
+  esac
+done
 
 # run_both SECONDS OUTDIR WORKDIR TAG: trains both models concurrently; fails if either did.
 run_both() {
