@@ -46,6 +46,10 @@ python3 "$A/plot_kl_length.py" kl-*.h5 window-*.h5 --out-dir figures >logs/analy
 python3 "$A/plot_kl_window.py" window-*.h5 --out-dir figures >>logs/analysis.log 2>&1
 python3 "$A/table_rounding.py" kl-*.h5 --out-dir figures >>logs/analysis.log 2>&1
 python3 "$A/table_rounding.py" rtnsr-*.h5 --lengths 1K,16K --out-dir figures >>logs/analysis.log 2>&1
+# issue 15's drift bars on the KL runs (the same three configurations as its CPU check; exit 1
+# when a bar is missed, which is a finding, not a failure of the script)
+python3 "$A/longmem_check.py" kl-*.h5 --json figures/longmem-check.json >figures/longmem-check.txt \
+  2>>logs/analysis.log
 python3 - <<'EOF' >figures/bpb.json 2>>logs/analysis.log
 import glob, json, math
 import h5py
@@ -60,7 +64,7 @@ for f in sorted(glob.glob("bpb*.h5")):
     out[f[:-3]] = r
 print(json.dumps(out, indent=2, default=float))
 EOF
-cat logs/times.txt figures/bpb.json
+cat logs/times.txt figures/bpb.json figures/longmem-check.txt
 tail -n 5 logs/analysis.log
 tar -cf "$OUT/repro.tar" figures logs
 for m in "${MODELS[@]}"; do
