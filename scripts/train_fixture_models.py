@@ -509,6 +509,50 @@ class GdnChunk:
         return {"size": cls.size, "bound": True, "max_rel_vs_recurrent": err}
 
 
+def bind_m2_chunk(model, size, device, n=1024):
+    """--m2-chunk N: the Mamba-2 mixers' chunk length in transformers' torch fallback (the
+    attribute chunk_size that torch_forward reads; config.json keeps 64, so the saved checkpoint
+    and every evaluation, which load it afresh, use 64). The chunked SSD form is exact for any
+    chunk length (a block decomposition of one linear recurrence, no triangular solve), so only
+    rounding differs; this is checked here on n random tokens against the default 64 before
+    training. Longer chunks mean fewer chunks and fewer, larger matmuls: the fallback's
+    inter-chunk pass grows with the square of the number of chunks (256 at 16384 tokens). Returns
+    what eval.json records, or None when no mixer has the attribute (nothing bound)."""
+    import torch
+
+    mixers = [m for k, m in ssm_layers(model) if k == "mamba2" and hasattr(m, "chunk_size")]
+    if not mixers:
+        log(f"--m2-chunk {size}: no Mamba-2 mixer with a chunk_size attribute: not bound")
+        return None
+    x = torch.randint(0, 256, (1, n), device=device,
+                      generator=torch.Generator(device=device).manual_seed(6))
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        base = model(input_ids=x, use_cache=False).logits.float()[0]
+        for m in mixers:
+            m.chunk_size = size
+        got = model(input_ids=x, use_cache=False).logits.float()[0]
+    model.train(was)
+    rel = float((got - base).abs().max() / base.abs().max())
+    log(f"Mamba-2 chunk {size} against 64 (max rel logit difference, {n} tokens): {rel:.2e}")
+    if rel == 0.0:
+        # another chunking always moves some rounding: identical logits mean that the fallback
+        # does not read the attribute
+        for m in mixers:
+            m.chunk_size = 64
+        log(f"--m2-chunk {size}: identical logits, the fallback ignores chunk_size: not bound")
+        return {"size": 64, "bound": False}
+    # TF32 matmuls (allowed in training) differ by ~1e-3 between chunkings; a wrong chunked
+    # form would differ by O(1)
+    if not rel <= 1e-2:
+        for m in mixers:
+            m.chunk_size = 64
+        raise RuntimeError(f"--m2-chunk {size}: logits differ from chunk 64 by {rel:.2e} "
+                           "(expected rounding only, at most 1e-2)")
+    return {"size": size, "bound": True, "mixers": len(mixers), "max_rel_vs_64": rel}
+
+
 def cached_logits(model, x):
     """[n][vocab] logits of a cached token-by-token decode of x [1][n] (the exact recurrence)."""
     import torch
@@ -672,6 +716,9 @@ def train(name, args):
     model.to(device).train()
     fixed.restore()
     chunk_info = None
+    m2_chunk = (bind_m2_chunk(model, args.m2_chunk, device)
+                if args.m2_chunk != 64 and any(k == "mamba2" for k, _ in ssm_layers(model))
+                else None)
     if GdnChunk.install() and any(k == "gdn" for k, _ in ssm_layers(model)):
         model.eval()
         chunk_info = GdnChunk.check(model, device)
@@ -835,7 +882,8 @@ def train(name, args):
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
               "slow_memories": list(args.slow_range), "slow_beta_weight": SLOW_BETA_WEIGHT,
-              "gdn_chunk_start": chunk_info, "init_from": args.init_from, "warmup": warmup,
+              "gdn_chunk_start": chunk_info, "m2_chunk": m2_chunk,
+              "init_from": args.init_from, "warmup": warmup,
               "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
               "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0}
     write_rest(work, args.out, name, result, rows)
@@ -1060,6 +1108,9 @@ def main():
     ap.add_argument("--long-beta", type=float, default=0.0, metavar="M0",
                     help="also push the learned GDN heads' beta below memory^-1/2 wherever their "
                          "memory exceeds M0 tokens (0: off; e.g. 256)")
+    ap.add_argument("--m2-chunk", type=int, default=64, choices=(64, 128, 256, 512),
+                    metavar="N", help="Mamba-2 chunk length of the training forward (64, 128, "
+                    "256 or 512; the checkpoint and every evaluation keep 64)")
     ap.add_argument("--cap-memory", type=float, default=0.0, metavar="M1",
                     help="push the learned GDN heads to forget within M1 tokens (a penalty on "
                          "their decay; 0: off; e.g. 100), so that the fixed slow heads carry the "

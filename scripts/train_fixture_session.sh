@@ -47,10 +47,12 @@ run_both() {
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 # the training script's own checks first (a second; torch only)
-if ! python3 tests/train/test_slow_beta.py; then
-  echo "train_session: tests/train/test_slow_beta.py failed; no training"
-  exit 1
-fi
+for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py; do
+  if ! python3 "$t"; then
+    echo "train_session: $t failed; no training"
+    exit 1
+  fi
+done
 if ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
   tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
   echo "train_session: smoke run failed; no real run"
