@@ -4,16 +4,10 @@ rounding is bound (and recorded), a mixer that ignores the attribute is detected
 and a chunked form that is wrong is refused. Needs torch (not transformers);
 scripts/train_fixture_session.sh runs it before training, on the GPU machine.
     python3 tests/train/test_m2_chunk.py   -> "ok" """
-import importlib.util
-import os
-
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "tfm", os.path.join(HERE, "..", "..", "scripts", "train_fixture_models.py"))
-tfm = importlib.util.module_from_spec(spec); spec.loader.exec_module(tfm)
+from train_script import tfm
 
 
 class FakeMamba2Mixer(nn.Module):

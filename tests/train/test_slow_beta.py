@@ -6,17 +6,12 @@ not beta) and --slow-range's parser. Needs torch (not transformers); scripts/tra
 before training, on the GPU machine (CI has no torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
-import os
-import importlib.util
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "tfm", os.path.join(HERE, "..", "..", "scripts", "train_fixture_models.py"))
-tfm = importlib.util.module_from_spec(spec); spec.loader.exec_module(tfm)
+from train_script import tfm
 
 class FakeGDN(nn.Module):
     def __init__(self, nh=6, d=16):
