@@ -27,22 +27,22 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rssm_common import InputError, is_control, load_run, main_guard  # noqa: E402
+from rssm_common import InputError, is_control, load_run, main_guard, window_stats  # noqa: E402
 
 BARS = {"ratio": 10.0, "shared_growth": 10.0, "split_growth": 3.0, "control_max": 1e-10}
 
 
 def bucket_mean(path, cfg, lo, N):
-    """Mean KL over positions lo .. 2 lo - 1 of every sequence (non-finite steps excluded)."""
+    """Mean KL over positions lo .. 2 lo - 1 of every sequence (non-finite steps excluded:
+    rssm_common.window_stats, as the other scripts' buckets)."""
     hi = 2 * lo - 1
     if hi > N:
         raise InputError(f"{path}: the bucket {lo}..{hi} ends past the run's {N} steps "
                          "(expected a longer run or a smaller --late)")
-    block = cfg.kl[:, lo - 1:hi]
-    vals = block[np.isfinite(block)]
-    if not vals.size:
+    mean = window_stats(cfg.kl, lo, hi)["mean"]
+    if not np.isfinite(mean):
         raise InputError(f"{path}: /configs/{cfg.name}/kl has no finite step in {lo}..{hi}")
-    return float(vals.mean())
+    return mean
 
 
 def find(path, run, spec):

@@ -44,10 +44,11 @@ for w in "${weights[@]}"; do
   tmp=$(mktemp -d "$DEST/.install-$name.XXXXXX")
   tar -xf "$FROM/$name-rest.tar" -C "$tmp"
   cp "$w" "$tmp/model.safetensors"
-  if [ -f "$logs" ] && tar -tf "$logs" 2>/dev/null | grep -qx "\./full-$name.log\|full-$name.log"; then
-    member=$(tar -tf "$logs" | grep -x "\./full-$name.log\|full-$name.log" | head -1)
-    tar -xOf "$logs" "$member" >"$tmp/train.log"
+  member=
+  if [ -f "$logs" ]; then
+    member=$(tar -tf "$logs" 2>/dev/null | grep -x "\./full-$name.log\|full-$name.log" | head -1 || true)
   fi
+  if [ -n "$member" ]; then tar -xOf "$logs" "$member" >"$tmp/train.log"; fi
   if [ -f "$DEST/$name/README.md" ]; then cp "$DEST/$name/README.md" "$tmp/README.md"; fi
   if [ -d "$DEST/$name" ]; then
     old=$(mktemp -d "$DEST/.old-$name.XXXXXX")
