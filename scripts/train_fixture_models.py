@@ -34,10 +34,14 @@ clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
 seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
 where they remember past M0 tokens), --cap-memory M1 (the learned GDN heads are pushed to forget
 within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
-(the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads). transformers' torch fallbacks (no fla / mamba_ssm / causal_conv1d); the
-GDN chunked fallback runs with chunks of GDN_CHUNK tokens instead of its default 64 when that is
-as close to the exact token-by-token recurrence as 64 (GdnChunk.check, at the start and again on
-the trained model; every evaluation number uses 64).
+(the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads).
+The GPU machine has transformers' torch fallbacks only (no fla / mamba_ssm / causal_conv1d);
+training runs their scans through scripts/train_scans.py (--fast-scans, the default: the same
+arithmetic in fewer, larger operations, switched on per scan only after it reproduces the
+fallback on the model to 1e-4, FastScans), and the GDN chunked form with chunks of up to 512
+tokens instead of 64 when that is as close to the exact token-by-token recurrence as 64
+(GdnChunk.check, at the start and again on the trained model). TF32 is off. Every evaluation
+number comes from transformers' own code with chunk 64.
 Every --eval-every steps the held-out bits per byte on the quickstart's 4 windows (bf16 autocast)
 goes to the loss log.
 
@@ -447,9 +451,13 @@ class GdnChunk:
 
     size = GDN_CHUNK
     calls = 0
+    fast = False    # train_scans.gdn_chunked in place of transformers' function (FastScans)
+    l2norm = None   # transformers' q/k normalisation, handed to the fast form
 
     @classmethod
     def install(cls):
+        if cls.calls or cls.l2norm is not None:   # installed already: never wrap the wrapper
+            return True
         try:
             import transformers.models.qwen3_5.modeling_qwen3_5 as mq
         except ImportError:
@@ -459,9 +467,15 @@ class GdnChunk:
         if orig is None:
             return False
 
+        cls.l2norm = getattr(mq, "l2norm", None) or fla_l2norm
+
         def bound(*a, **k):
             cls.calls += 1
             k["chunk_size"] = cls.size
+            # packed sequences (cu_seqlens) stay with transformers: training never packs
+            if cls.fast and k.get("cu_seqlens") is None:
+                k.pop("cu_seqlens", None)
+                return train_scans().gdn_chunked(*a, **k, l2norm=cls.l2norm)
             return orig(*a, **k)
 
         setattr(mq, name, bound)
@@ -486,7 +500,8 @@ class GdnChunk:
         with torch.no_grad():
             exact = cached_logits(model, x)
             err = {}
-            for c in sorted({GDN_CHUNK, 128, 64}):
+            # the fast form's cost does not grow with the chunk as the fallback's row loop does
+            for c in sorted({GDN_CHUNK, 128, 64} | ({512} if cls.fast else set())):
                 cls.size, c0 = c, cls.calls
                 got = model(input_ids=x, use_cache=False).logits.float()[0]
                 if cls.calls == c0:
@@ -500,6 +515,136 @@ class GdnChunk:
             + ", ".join(f"{c}: {e:.2e}" for c, e in sorted(err.items()))
             + f" -> chunk {cls.size}")
         return {"size": cls.size, "bound": True, "max_rel_vs_recurrent": err}
+
+
+def fla_l2norm(x, dim=-1, eps=1e-6):
+    """The q/k normalisation of the GDN reference kernels, x / sqrt(sum x^2 + eps): used only if
+    transformers' module has no l2norm of its own to hand to the fast form."""
+    import torch
+
+    return x * torch.rsqrt((x * x).sum(dim=dim, keepdim=True) + eps)
+
+
+def train_scans():
+    """scripts/train_scans.py, imported on first use (the tests load this script by path, so
+    its folder need not be on sys.path)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import train_scans as ts
+
+    return ts
+
+
+class FastScans:
+    """--fast-scans (the default): training runs the SSM scans through scripts/train_scans.py,
+    the same arithmetic as transformers' torch fallbacks in fewer, larger operations (one
+    triangular solve per GDN chunk instead of a Python loop over its rows; matrix products
+    instead of broadcast-and-sum in Mamba-2's SSD). Each is switched on only after it reproduces
+    the fallback on this model: logits of n random tokens, fp32, TF32 off, eval mode, chunk 64,
+    max |difference| / max |logit| at most TOL. Both compute in fp32 and differ only in the
+    order of their sums: a triangular solve against forward substitution over at most 64 rows,
+    matmul reductions against summed broadcasts (a few hundred terms): relative rounding of
+    ~1e-6 a layer at fp32's 6e-8, amplified through 8 layers and 1024 positions by at most a few
+    times; 1e-4 leaves room for that and none for a wrong formula, whose error is O(1).
+    Evaluations never use them: GdnChunk.fast is off and every evaluated model is loaded afresh
+    from the checkpoint, so its Mamba-2 mixers are transformers' own."""
+
+    TOL = 1e-4
+
+    def __init__(self):
+        self.m2_mixers, self.m2_calls, self.info = [], 0, {}
+
+    def _logits(self, model, x):
+        import torch
+
+        with torch.no_grad():
+            return model(input_ids=x, use_cache=False).logits.float()[0]
+
+    def enable(self, model, device, n=1024):
+        import torch
+
+        x = torch.randint(0, 256, (1, n), device=device,
+                          generator=torch.Generator(device=device).manual_seed(7))
+        was, tf32 = model.training, torch.backends.cuda.matmul.allow_tf32
+        model.eval()
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            kinds = {k for k, _ in ssm_layers(model)}
+            if "gdn" in kinds and GdnChunk.install():
+                self.info["gdn"] = self._check_gdn(model, x)
+            if "mamba2" in kinds:
+                self.info["mamba2"] = self._check_m2(model, x)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            model.train(was)
+        return self.info
+
+    def _verdict(self, what, base, got):
+        rel = float((got - base).abs().max() / base.abs().max())
+        ok = rel <= self.TOL
+        log(f"fast {what} scan against transformers' (max rel logit difference, fp32): "
+            f"{rel:.2e} -> {'on' if ok else 'OFF (the fallback trains)'}")
+        return {"on": ok, "max_rel_vs_fallback": rel}
+
+    def _check_gdn(self, model, x):
+        size = GdnChunk.size
+        GdnChunk.size, GdnChunk.fast = 64, False
+        try:
+            base = self._logits(model, x)
+            GdnChunk.fast, c0 = True, GdnChunk.calls
+            got = self._logits(model, x)
+            if GdnChunk.calls == c0:
+                GdnChunk.fast = False
+                log("fast GDN scan: the fallback ignored the wrapper: off")
+                return {"on": False, "bound": False}
+            res = self._verdict("GDN", base, got)
+        except Exception:  # noqa: BLE001 - the fallback trains instead
+            traceback.print_exc()
+            res = {"on": False, "error": True}
+        GdnChunk.fast = res["on"]
+        GdnChunk.size = size
+        return res
+
+    def _check_m2(self, model, x):
+        import types
+
+        ts = train_scans()
+        mixers = [m for k, m in ssm_layers(model) if k == "mamba2"]
+        chunks = [getattr(m, "chunk_size", 64) for m in mixers]
+        for m in mixers:
+            m.chunk_size = 64
+        try:
+            base = self._logits(model, x)
+
+            def counted(mixer, *a, **k):
+                self.m2_calls += 1
+                return ts.mamba2_training_forward(mixer, *a, **k)
+
+            for m in mixers:
+                m._torch_forward_orig = m.torch_forward
+                m.torch_forward = types.MethodType(counted, m)
+            c0 = self.m2_calls
+            got = self._logits(model, x)
+            res = ({"on": False, "bound": False} if self.m2_calls == c0
+                   else self._verdict("Mamba-2", base, got))
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            res = {"on": False, "error": True}
+        for m, c in zip(mixers, chunks):
+            m.chunk_size = c
+        self.m2_mixers = mixers
+        if not res["on"]:
+            self.disable()
+        return res
+
+    def disable(self):
+        """Back to transformers' code (before the checkpoint is written and evaluated)."""
+        GdnChunk.fast = False
+        for m in self.m2_mixers:
+            m.__dict__.pop("torch_forward", None)
+            m.__dict__.pop("_torch_forward_orig", None)
+        self.m2_mixers = []
 
 
 def bind_m2_chunk(model, size, device, n=1024):
@@ -697,8 +842,10 @@ def train(name, args):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
     np.random.seed(seed)
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
+    # no TF32: the heavy matmuls run in bf16 under autocast; what stays fp32 (the scans, the
+    # norms) is meant to be fp32, as in the fallbacks, which sum in fp32 without matmuls
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
     model = builder().to(torch.float32)
     fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory)
@@ -712,6 +859,8 @@ def train(name, args):
     model.to(device).train()
     fixed.restore()
     chunk_info = None
+    fast = FastScans()
+    fast_info = fast.enable(model, device) if args.fast_scans else None
     m2_chunk = (bind_m2_chunk(model, args.m2_chunk, device)
                 if args.m2_chunk != 64 and any(k == "mamba2" for k, _ in ssm_layers(model))
                 else None)
@@ -836,7 +985,10 @@ def train(name, args):
             raise
         log(f"training stopped by an error at step {step}; saving what there is")
     train_seconds = time.time() - t_train
-    log(f"trained {step} steps ({step * BATCH * SEQ / 1e6:.1f}M tokens) in {train_seconds:.0f} s")
+    log(f"trained {step} steps ({step * BATCH * SEQ / 1e6:.1f}M tokens) in {train_seconds:.0f} s"
+        + (f"; fast scans: GDN calls {GdnChunk.calls}, Mamba-2 calls {fast.m2_calls}"
+           if args.fast_scans else ""))
+    fast.disable()
     with open(os.path.join(work, "loss.csv"), "w") as f:
         keys = ["step", "tokens", "seconds", "lr", "train_bpb", "grad_norm", "heldout_bpb"]
         f.write(",".join(keys) + "\n")
@@ -878,7 +1030,7 @@ def train(name, args):
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
               "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
               "slow_memories": list(args.slow_range), "slow_beta_weight": SLOW_BETA_WEIGHT,
-              "gdn_chunk_start": chunk_info, "m2_chunk": m2_chunk,
+              "gdn_chunk_start": chunk_info, "m2_chunk": m2_chunk, "fast_scans": fast_info,
               "init_from": args.init_from, "warmup": warmup,
               "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
               "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0}
@@ -1115,6 +1267,9 @@ def main():
                     help="memories of the fixed slow heads, log-spaced from LO to HI tokens "
                          f"(default {SLOW_MEMORIES[0]:g}:{SLOW_MEMORIES[1]:g}; HI at most half "
                          f"the training window, {SEQ // 2})")
+    ap.add_argument("--fast-scans", action=argparse.BooleanOptionalAction, default=True,
+                    help="train through scripts/train_scans.py's scans, each checked first "
+                         "against transformers' fallback on the model (FastScans)")
     ap.add_argument("--reference-only", metavar="DIR",
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")

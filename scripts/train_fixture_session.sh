@@ -10,7 +10,11 @@
 #   TRAIN_ARGS     more options for scripts/train_fixture_models.py (e.g. "--warmup 20
 #                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly;
 #                  "--cap-memory 100 --slow-range 1024:8192": docs/next-session.md)
+#   GDN_ARGS       options for qwen35-gdn-tiny only, after TRAIN_ARGS (e.g. "--cap-memory 100
+#                  --slow-range 1024:8192")
+#   M2_ARGS        options for nemotronh-m2-tiny only, after TRAIN_ARGS
 #   ONLY           one model to train instead of both (qwen35-gdn-tiny or nemotronh-m2-tiny)
+#   SKIP_SMOKE     1: no smoke run (a continuation of a call whose smoke run passed)
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +34,11 @@ done
 run_both() {
   local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 m
   for m in "${MODELS[@]}"; do
-    # shellcheck disable=SC2086 # TRAIN_ARGS is a list of options
+    local own=${M2_ARGS:-}
+    [ "$m" = qwen35-gdn-tiny ] && own=${GDN_ARGS:-}
+    # shellcheck disable=SC2086 # TRAIN_ARGS and own are lists of options
     python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
-      --out "$out" --work "$work" ${TRAIN_ARGS:-} \
+      --out "$out" --work "$work" ${TRAIN_ARGS:-} $own \
       $( [ -n "${INIT_FROM:-}" ] && echo --init-from "$INIT_FROM/$m" ) \
       >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
     pids+=($!)
@@ -47,13 +53,16 @@ run_both() {
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 # the training script's own checks first (a second; torch only)
-for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py; do
+for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py \
+         tests/train/test_train_scans.py; do
   if ! python3 "$t"; then
     echo "train_session: $t failed; no training"
     exit 1
   fi
 done
-if ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
+if [ "${SKIP_SMOKE:-0}" = 1 ]; then
+  echo "train_session: SKIP_SMOKE=1: no smoke run"
+elif ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
   tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
   echo "train_session: smoke run failed; no real run"
   exit 1

@@ -1,0 +1,186 @@
+"""Training-only forms of the two SSM scans of transformers' torch fallbacks (no fla, mamba_ssm or
+causal_conv1d on the GPU machine), the same arithmetic in fewer, larger operations; imported by
+scripts/train_fixture_models.py (--fast-scans, the default), never used by an evaluation: every
+evaluation number comes from a fresh from_pretrained model on transformers' own code.
+
+Why: the fallbacks are bound by launches and memory traffic, not by arithmetic. transformers'
+chunked GDN rule inverts each chunk's unit lower-triangular matrix with a Python loop over the
+chunk's rows (255 steps at chunk 256, each a few small kernels, forward and backward); its
+Mamba-2 SSD form contracts by broadcasting and summing, which materialises tensors of
+batch x length x chunk x heads x d_state elements (4.3 GB a layer at 4 x 16384 tokens) where a
+matrix product needs none. Here the triangular systems go to one batched triangular solve and the
+contractions to matrix products (einsum); the sequential pass over chunks keeps only what must be
+sequential. Both are checked before training against transformers' own functions on the same
+inputs (scripts/train_fixture_models.py, FastScans) and against the token-by-token recurrences
+in fp64 (tests/train/test_train_scans.py).
+
+Shapes follow transformers' calls: b batch, L length, h heads, dk / dv GDN key / value widths,
+p Mamba-2 head width, g B/C groups, n d_state, Q chunk length, c chunk index.
+"""
+import torch
+import torch.nn.functional as F
+
+
+def _wide(t):
+    """fp32 for bf16 / fp16 / fp32 inputs (what the fallbacks compute in); fp64 stays fp64, so
+    that the tests can compare with the recurrences at fp64's resolution."""
+    return t if t.dtype == torch.float64 else t.float()
+
+
+def _chunks(x, q):
+    """[b][h][L][...] -> [b][h][L/q][q][...] (L a multiple of q)."""
+    return x.reshape(x.shape[0], x.shape[1], -1, q, *x.shape[3:])
+
+
+def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                output_final_state=False, use_qk_l2norm_in_kernel=False, l2norm=None):
+    """The gated delta rule over whole sequences, chunk by chunk (the WY form of DeltaNet), per
+    head in transformers' convention (S [dk][dv]):
+        S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - exp(g_t) S_{t-1}^T k_t))^T,
+        o_t = S_t^T q_t / sqrt(dk).
+    query, key [b][L][h][dk], value [b][L][h][dv], g (log-decay) and beta [b][L][h];
+    initial_state [b][h][dk][dv] or None. Returns (o [b][L][h][dv] in query's dtype,
+    S_L [b][h][dk][dv] fp32 or None). l2norm: transformers' own normalisation, applied to q and
+    k when use_qk_l2norm_in_kernel (so that its epsilon is the model's)."""
+    dtype = query.dtype
+    if use_qk_l2norm_in_kernel:
+        query, key = l2norm(query, dim=-1), l2norm(key, dim=-1)
+    q, k, v, beta, g = [_wide(t.transpose(1, 2).contiguous())
+                        for t in (query, key, value, beta, g)]      # [b][h][L][.]
+    bsz, nh, length, dk = k.shape
+    dv = v.shape[-1]
+    pad = (-length) % chunk_size
+    if pad:
+        q, k, v = [F.pad(t, (0, 0, 0, pad)) for t in (q, k, v)]
+        beta, g = [F.pad(t, (0, pad)) for t in (beta, g)]
+    q = q * dk ** -0.5
+    q, k, v = [_chunks(t, chunk_size) for t in (q, k, v)]              # [b][h][c][Q][.]
+    beta, g = [_chunks(t, chunk_size) for t in (beta, g)]              # [b][h][c][Q]
+    n_chunks = q.shape[2]
+
+    # G_r = sum_{j <= r} g_j within the chunk; decay from position c to r (c <= r): exp(G_r - G_c)
+    g = g.cumsum(-1)
+    idx = torch.arange(chunk_size, device=q.device)
+    on_or_below = idx[:, None] >= idx[None, :]                        # [Q][Q] r >= c
+    below = idx[:, None] > idx[None, :]
+    # masked before exp: above the diagonal G_r - G_c > 0 and could overflow
+    decay = (g[..., :, None] - g[..., None, :]).masked_fill(~on_or_below, float("-inf")).exp()
+
+    # within a chunk the delta rule is the unit lower-triangular system
+    #   (I + N) U = beta V,  (I + N) W = beta K exp(G),  N_rc = beta_r k_r.k_c exp(G_r - G_c), c < r
+    k_beta = k * beta[..., None]
+    n_mat = ((k_beta @ k.transpose(-1, -2)) * decay).masked_fill(~below, 0.0)   # [b][h][c][Q][Q]
+    rhs = torch.cat([v * beta[..., None], k_beta * g.exp()[..., None]], -1)      # [..][Q][dv+dk]
+    sol = torch.linalg.solve_triangular(n_mat, rhs, upper=False, unitriangular=True)
+    u, w = sol.split([dv, dk], -1)                      # [b][h][c][Q][dv], [b][h][c][Q][dk]
+
+    # across chunks, with S the state entering chunk i:
+    #   V'_i = U_i - W_i S,   S <- exp(G_last) S + (K_i exp(G_last - G))^T V'_i
+    k_to_end = k * (g[..., -1:] - g).exp()[..., None]                  # [b][h][c][Q][dk]
+    g_last = g[..., -1].exp()                                            # [b][h][c]
+    state = (torch.zeros(bsz, nh, dk, dv, device=q.device, dtype=q.dtype)
+             if initial_state is None else initial_state.to(q.dtype))
+    entering, v_new = [], []
+    for i in range(n_chunks):
+        vi = u[:, :, i] - w[:, :, i] @ state
+        entering.append(state)
+        v_new.append(vi)
+        state = state * g_last[:, :, i, None, None] + k_to_end[:, :, i].transpose(-1, -2) @ vi
+    entering = torch.stack(entering, 2)                                 # [b][h][c][dk][dv]
+    v_new = torch.stack(v_new, 2)                                       # [b][h][c][Q][dv]
+    # o_r = exp(G_r) q_r S + sum_{c <= r} q_r.k_c exp(G_r - G_c) V'_c
+    local = (q @ k.transpose(-1, -2)) * decay                            # [b][h][c][Q][Q]
+    out = (q * g.exp()[..., None]) @ entering + local @ v_new           # [b][h][c][Q][dv]
+    out = out.reshape(bsz, nh, -1, dv)[:, :, :length]
+    return out.transpose(1, 2).contiguous().to(dtype), (state if output_final_state else None)
+
+
+def _segment_sums(a):
+    """a [..][Q] -> [..][Q][Q]: element [l][s] = sum_{s < j <= l} a_j for l >= s, -inf above the
+    diagonal. Summed along l from the masked a (not a difference of two cumulative sums), so that
+    a long run of large decays loses no digits to cancellation."""
+    q = a.shape[-1]
+    idx = torch.arange(q, device=a.device)
+    strictly_below = idx[:, None] > idx[None, :]                        # [l][s] l > s
+    rep = a[..., :, None].expand(*a.shape, q).masked_fill(~strictly_below, 0.0)  # [l][s] = a_l
+    return rep.cumsum(-2).masked_fill(~(idx[:, None] >= idx[None, :]), float("-inf"))
+
+
+def ssd_chunked(x, dt, a_log_neg, b_in, c_in, chunk_size):
+    """Mamba-2's selective scan over whole sequences, chunk by chunk (the SSD block form):
+        h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T,   y_t = h_t C_t   per head
+    x [b][L][h][p] fp32, dt [b][L][h] (after softplus and clamp), a_log_neg = A [h] (negative),
+    b_in, c_in [b][L][g][n] fp32 (head j reads group j // (h / g)). Returns y [b][L][h][p] fp32
+    without the D skip term. Zero initial state (training)."""
+    bsz, length, nh, p = x.shape
+    ng, n = b_in.shape[2], b_in.shape[3]
+    rep = nh // ng
+    pad = (-length) % chunk_size
+    xd = x * dt[..., None]                                               # dt_t x_t
+    a = a_log_neg.to(x.dtype) * dt                                       # [b][L][h] dt_t A
+    if pad:
+        xd = F.pad(xd, (0, 0, 0, 0, 0, pad))
+        a = F.pad(a, (0, 0, 0, pad))
+        b_in = F.pad(b_in, (0, 0, 0, 0, 0, pad))
+        c_in = F.pad(c_in, (0, 0, 0, 0, 0, pad))
+    nc = (length + pad) // chunk_size
+    xd = xd.reshape(bsz, nc, chunk_size, nh, p)                          # [b][c][Q][h][p]
+    bc = b_in.reshape(bsz, nc, chunk_size, ng, n)                        # [b][c][Q][g][n]
+    cc = c_in.reshape(bsz, nc, chunk_size, ng, n)
+    a = a.reshape(bsz, nc, chunk_size, nh).permute(0, 3, 1, 2)           # [b][h][c][Q]
+    a_cum = a.cumsum(-1)                                                 # [b][h][c][Q]
+
+    # within a chunk: y_l = sum_{s <= l} (C_l . B_s) exp(sum_{s<j<=l} a_j) dt_s x_s
+    cb = torch.einsum("bclgn,bcsgn->bgcls", cc, bc)                      # [b][g][c][Q][Q]
+    cb = cb.repeat_interleave(rep, dim=1)                                # [b][h][c][Q][Q]
+    m = cb * _segment_sums(a).exp()
+    y_diag = torch.einsum("bhcls,bcshp->bclhp", m, xd)
+
+    # each chunk's own contribution to the state at its end: sum_s exp(a_cum_end - a_cum_s) ...
+    to_end = (a_cum[..., -1:] - a_cum).exp()                            # [b][h][c][Q]
+    bh = bc.repeat_interleave(rep, dim=3)                                # [b][c][Q][h][n]
+    xw = xd * to_end.permute(0, 2, 3, 1)[..., None]                      # [b][c][Q][h][p]
+    own = torch.einsum("bcshn,bcshp->bchpn", bh, xw)                     # [b][c][h][p][n]
+    # ... then the states entering each chunk: exp of sums of whole-chunk decays between chunks
+    own = torch.cat([torch.zeros_like(own[:, :1]), own], 1)              # [b][c+1][h][p][n]
+    between = _segment_sums(F.pad(a_cum[..., -1], (1, 0))).exp()         # [b][h][c+1][c+1]
+    entering = torch.einsum("bhzc,bchpn->bzhpn", between, own)[:, :-1]   # [b][c][h][p][n]
+
+    # from the entering state: y_l += exp(a_cum_l) C_l h
+    ch = cc.repeat_interleave(rep, dim=3)                                # [b][c][Q][h][n]
+    y_off = torch.einsum("bclhn,bchpn->bclhp", ch, entering)
+    y_off = y_off * a_cum.exp().permute(0, 2, 3, 1)[..., None]
+    y = (y_diag + y_off).reshape(bsz, nc * chunk_size, nh, p)
+    return y[:, :length]
+
+
+def mamba2_training_forward(mixer, input_states, cache_params=None, attention_mask=None):
+    """NemotronH's Mamba-2 mixer over a whole sequence without a cache or padding (the training
+    forward; a mask of ones multiplies by 1 in the original, so it is no padding), with ssd_chunked for the scan; anything else goes to the mixer's own
+    torch_forward (mixer._torch_forward_orig). The glue is transformers' fallback's: in_proj,
+    split (z, xBC, dt), depthwise causal conv and activation, split (x, B, C),
+    dt = max(softplus(dt + dt_bias), time_step_min), A = -exp(A_log), y + D x, gated norm,
+    out_proj; every step is checked against the original on the model before training."""
+    padded = attention_mask is not None and not bool(torch.all(attention_mask == 1))
+    if cache_params is not None or padded:
+        return mixer._torch_forward_orig(input_states, cache_params, attention_mask)
+    bsz, length, _ = input_states.shape
+    dtype = input_states.dtype
+    proj = mixer.in_proj(input_states)
+    d_i, ng, n, nh = mixer.intermediate_size, mixer.n_groups, mixer.ssm_state_size, mixer.num_heads
+    d_mlp = (proj.shape[-1] - 2 * d_i - 2 * ng * n - nh) // 2
+    _, _, gate, xbc, dt = proj.split([d_mlp, d_mlp, d_i, mixer.conv_dim, nh], dim=-1)
+    xbc = mixer.act(mixer.conv1d(xbc.transpose(1, 2))[..., :length].transpose(1, 2))
+    x, b_in, c_in = torch.split(xbc, [d_i, ng * n, ng * n], dim=-1)
+    a_neg = -torch.exp(_wide(mixer.A_log))                              # [h]
+    dt = torch.clamp(F.softplus(dt + mixer.dt_bias), mixer.time_step_min)
+    x = _wide(x.reshape(bsz, length, nh, mixer.head_dim))
+    b_in = _wide(b_in.reshape(bsz, length, ng, n))
+    c_in = _wide(c_in.reshape(bsz, length, ng, n))
+    device_type = x.device.type
+    with torch.autocast(device_type=device_type, enabled=False):
+        # the fallback contracts in fp32 (broadcast and sum, which autocast leaves alone)
+        y = ssd_chunked(x, _wide(dt), a_neg, b_in, c_in, mixer.chunk_size)
+    y = y + mixer.D[:, None] * x
+    y = y.reshape(bsz, length, -1)
+    return mixer.out_proj(mixer.norm(y, gate).to(dtype))

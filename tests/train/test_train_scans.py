@@ -1,0 +1,190 @@
+"""scripts/train_scans.py against the token-by-token recurrences it computes in blocks, in fp64
+on random inputs (never zeros; decays from fast to slow heads, so that exp of the segment sums
+spans ~40 orders of magnitude within a chunk): outputs, final states and every input gradient.
+In fp64 the block forms differ from the recurrences only by reordered sums of O(L) terms of size
+O(1) (the inputs are O(1), the decays at most 1): ~L x 1e-16, so 1e-11 relative leaves a margin of
+10^3 and a wrong term (a missing decay, a wrong group, an off-by-one chunk edge) is O(1). Needs
+torch only; scripts/train_fixture_session.sh runs it before training.
+    python3 tests/train/test_train_scans.py   -> "ok" """
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import train_scans as ts  # noqa: E402
+
+F64 = torch.float64
+TOL = 1e-11
+
+
+def rel(a, b):
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def l2norm(x, dim=-1, eps=1e-6):
+    return x * torch.rsqrt((x * x).sum(dim=dim, keepdim=True) + eps)
+
+
+def gdn_recurrent(q, k, v, g, beta, s0):
+    """q, k [b][L][h][dk] (normalised), v [b][L][h][dv], g, beta [b][L][h], s0 [b][h][dk][dv]."""
+    dk = k.shape[-1]
+    s, outs = s0, []
+    for t in range(k.shape[1]):
+        s = s * g[:, t].exp()[..., None, None]
+        mem = torch.einsum("bhkv,bhk->bhv", s, k[:, t])
+        delta = (v[:, t] - mem) * beta[:, t][..., None]
+        s = s + k[:, t][..., None] * delta[..., None, :]
+        outs.append(torch.einsum("bhkv,bhk->bhv", s, q[:, t] * dk ** -0.5))
+    return torch.stack(outs, 1), s
+
+
+def ssd_recurrent(x, dt, a_neg, b_in, c_in):
+    """x [b][L][h][p], dt [b][L][h], a_neg [h], b_in, c_in [b][L][g][n]."""
+    bsz, length, nh, p = x.shape
+    rep = nh // b_in.shape[2]
+    h = torch.zeros(bsz, nh, p, b_in.shape[3], dtype=x.dtype)
+    ys = []
+    for t in range(length):
+        bt = b_in[:, t].repeat_interleave(rep, 1)                       # [b][h][n]
+        ct = c_in[:, t].repeat_interleave(rep, 1)
+        h = (h * (dt[:, t] * a_neg).exp()[..., None, None]
+             + (dt[:, t][..., None] * x[:, t])[..., None] * bt[:, :, None, :])
+        ys.append(torch.einsum("bhpn,bhn->bhp", h, ct))
+    return torch.stack(ys, 1)
+
+
+def grads(f, inputs, weights):
+    """Gradients of sum(w * output) over the outputs of f with respect to every input."""
+    inputs = [t.detach().clone().requires_grad_(True) for t in inputs]
+    outs = f(*inputs)
+    loss = sum((o * w).sum() for o, w in zip(outs, weights))
+    return outs, torch.autograd.grad(loss, inputs)
+
+
+def check_gdn(length, chunk):
+    gen = torch.Generator().manual_seed(length * 31 + chunk)
+    b, h, dk, dv = 2, 3, 8, 5
+    q = torch.randn(b, length, h, dk, generator=gen, dtype=F64)
+    k = torch.randn(b, length, h, dk, generator=gen, dtype=F64)
+    v = torch.randn(b, length, h, dv, generator=gen, dtype=F64)
+    # per-token log-decays from -3 (memory < 1 token) to -1e-3 (1000 tokens), by head
+    scale = torch.tensor([3.0, 0.1, 1e-3], dtype=F64)
+    g = -torch.rand(b, length, h, generator=gen, dtype=F64) * scale
+    beta = torch.rand(b, length, h, generator=gen, dtype=F64) * 0.9 + 0.05
+    s0 = torch.randn(b, h, dk, dv, generator=gen, dtype=F64)
+    w_o = torch.randn(b, length, h, dv, generator=gen, dtype=F64)
+    w_s = torch.randn(b, h, dk, dv, generator=gen, dtype=F64)
+
+    def chunked(q, k, v, g, beta, s0):
+        return ts.gdn_chunked(q, k, v, g, beta, chunk_size=chunk, initial_state=s0,
+                              output_final_state=True, use_qk_l2norm_in_kernel=True,
+                              l2norm=l2norm)
+
+    def recurrent(q, k, v, g, beta, s0):
+        return gdn_recurrent(l2norm(q), l2norm(k), v, g, beta, s0)
+
+    (o1, s1), g1 = grads(chunked, (q, k, v, g, beta, s0), (w_o, w_s))
+    (o2, s2), g2 = grads(recurrent, (q, k, v, g, beta, s0), (w_o, w_s))
+    assert o1.dtype == F64 and o1.shape == o2.shape, (o1.dtype, o1.shape)
+    errs = [rel(o1, o2), rel(s1, s2)] + [rel(a, b) for a, b in zip(g1, g2)]
+    assert max(errs) < TOL, (length, chunk, errs)
+    # the final state only on request
+    assert ts.gdn_chunked(q, k, v, g, beta, chunk_size=chunk)[1] is None
+
+
+def check_ssd(length, chunk):
+    gen = torch.Generator().manual_seed(length * 17 + chunk)
+    b, h, p, ng, n = 2, 4, 3, 2, 6
+    x = torch.randn(b, length, h, p, generator=gen, dtype=F64)
+    dt = torch.rand(b, length, h, generator=gen, dtype=F64) * 0.5 + 0.01
+    a_neg = -torch.tensor([8.0, 1.0, 0.05, 0.002], dtype=F64)   # dt A from -4 to -2e-5
+    b_in = torch.randn(b, length, ng, n, generator=gen, dtype=F64)
+    c_in = torch.randn(b, length, ng, n, generator=gen, dtype=F64)
+    w_y = torch.randn(b, length, h, p, generator=gen, dtype=F64)
+
+    def chunked(x, dt, b_in, c_in):
+        return (ts.ssd_chunked(x, dt, a_neg, b_in, c_in, chunk),)
+
+    def recurrent(x, dt, b_in, c_in):
+        return (ssd_recurrent(x, dt, a_neg, b_in, c_in),)
+
+    (y1,), g1 = grads(chunked, (x, dt, b_in, c_in), (w_y,))
+    (y2,), g2 = grads(recurrent, (x, dt, b_in, c_in), (w_y,))
+    assert y1.shape == y2.shape, y1.shape
+    errs = [rel(y1, y2)] + [rel(a, b) for a, b in zip(g1, g2)]
+    assert max(errs) < TOL, (length, chunk, errs)
+
+
+class GatedNorm(nn.Module):
+    """A stand-in of the gated RMS norm: any function of (y, gate) will do for the glue check."""
+    def forward(self, y, gate):
+        return y * torch.rsqrt((y * y).mean(-1, keepdim=True) + 1e-5) * F.silu(gate)
+
+
+class FakeMixer(nn.Module):
+    """The attributes of transformers' Mamba-2 mixer that mamba2_training_forward reads."""
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.num_heads, self.head_dim, self.n_groups, self.ssm_state_size = 4, 3, 2, 5
+        self.intermediate_size = self.num_heads * self.head_dim
+        self.conv_dim = self.intermediate_size + 2 * self.n_groups * self.ssm_state_size
+        self.chunk_size, self.time_step_min = 4, 1e-3
+        self.in_proj = nn.Linear(7, self.intermediate_size + self.conv_dim + self.num_heads,
+                                 bias=False)
+        self.conv1d = nn.Conv1d(self.conv_dim, self.conv_dim, 4, groups=self.conv_dim,
+                                padding=3)
+        self.act = nn.SiLU()
+        self.A_log = nn.Parameter(torch.log(torch.tensor([4.0, 1.0, 0.1, 0.01])))
+        self.dt_bias = nn.Parameter(torch.randn(self.num_heads))
+        self.D = nn.Parameter(torch.randn(self.num_heads))
+        self.norm = GatedNorm()
+        self.out_proj = nn.Linear(self.intermediate_size, 7, bias=False)
+        self.orig_calls = 0
+
+    def _torch_forward_orig(self, x, cache_params=None, attention_mask=None):
+        self.orig_calls += 1
+        return x
+
+
+def mixer_by_tokens(m, u):
+    """The whole mixer token by token: projections, causal conv, recurrence, D, norm, out."""
+    length = u.shape[1]
+    d_i, ng, n, nh = m.intermediate_size, m.n_groups, m.ssm_state_size, m.num_heads
+    z, xbc, dt = m.in_proj(u).split([d_i, m.conv_dim, nh], -1)
+    w = m.conv1d.weight[:, 0]                                           # [conv_dim][4]
+    padded = F.pad(xbc, (0, 0, 3, 0))
+    conv = torch.stack([(padded[:, t:t + 4] * w.t()).sum(1) + m.conv1d.bias
+                        for t in range(length)], 1)
+    x, b_in, c_in = m.act(conv).split([d_i, ng * n, ng * n], -1)
+    dt = torch.clamp(F.softplus(dt + m.dt_bias), m.time_step_min)
+    x = x.reshape(*x.shape[:2], nh, m.head_dim)
+    y = ssd_recurrent(x, dt, -m.A_log.exp(), b_in.reshape(*b_in.shape[:2], ng, n),
+                      c_in.reshape(*c_in.shape[:2], ng, n))
+    y = (y + m.D[:, None] * x).reshape(*u.shape[:2], -1)
+    return m.out_proj(m.norm(y, z))
+
+
+for length, chunk in [(50, 16), (64, 16), (7, 16), (33, 1), (40, 40)]:
+    check_gdn(length, chunk)
+    check_ssd(length, chunk)
+
+mixer = FakeMixer().to(F64)
+u = torch.randn(2, 11, 7, dtype=F64, generator=torch.Generator().manual_seed(4))
+got = ts.mamba2_training_forward(mixer, u)
+want = mixer_by_tokens(mixer, u)
+assert rel(got, want) < TOL, rel(got, want)
+assert mixer.orig_calls == 0
+# a cache or a padding mask is the original's business
+assert ts.mamba2_training_forward(mixer, u, cache_params=object()) is u
+pad = torch.ones(2, 11)
+pad[1, :3] = 0
+assert ts.mamba2_training_forward(mixer, u, attention_mask=pad) is u
+assert mixer.orig_calls == 2
+# a mask of ones is no padding: the fast form, the same numbers
+got = ts.mamba2_training_forward(mixer, u, attention_mask=torch.ones(2, 11))
+assert mixer.orig_calls == 2 and rel(got, want) < TOL
+print("ok")
