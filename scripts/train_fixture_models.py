@@ -547,13 +547,13 @@ class FastScans:
     matmul reductions against summed broadcasts (a few hundred terms): relative rounding of
     ~1e-6 a layer at fp32's 6e-8, amplified through 8 layers and 1024 positions by at most a few
     times; 1e-4 leaves room for that and none for a wrong formula, whose error is O(1).
-    Evaluations never use them: GdnChunk.fast is off and every evaluated model is loaded afresh
-    from the checkpoint, so its Mamba-2 mixers are transformers' own."""
+    Evaluations never use them: disable() puts transformers' functions back before the
+    checkpoint is written and evaluated."""
 
     TOL = 1e-4
 
     def __init__(self):
-        self.m2_mixers, self.m2_calls, self.info = [], 0, {}
+        self.m2_on, self.m2_calls, self.info, self._m2_restore = False, 0, {}, None
 
     def _logits(self, model, x):
         import torch
@@ -607,33 +607,42 @@ class FastScans:
         return res
 
     def _check_m2(self, model, x):
-        import types
-
+        """Replaces transformers' module-level mamba2_chunk_scan (the mixer looks it up at every
+        call) with a wrapper: train_scans.mamba2_chunk_scan while self.m2_on and the call has no
+        initial state and wants no final state (training), transformers' function otherwise."""
+        try:
+            import transformers.models.nemotron_h.modeling_nemotron_h as mn
+        except ImportError:
+            return {"on": False, "bound": False}
+        orig = getattr(mn, "mamba2_chunk_scan", None)
+        if orig is None:
+            log("fast Mamba-2 scan: transformers has no mamba2_chunk_scan: off")
+            return {"on": False, "bound": False}
         ts = train_scans()
+
+        def scan(*a, **k):
+            if self.m2_on and k.get("initial_states") is None and not k.get("return_final_states"):
+                self.m2_calls += 1
+                return ts.mamba2_chunk_scan(*a, **k)
+            return orig(*a, **k)
+
         mixers = [m for k, m in ssm_layers(model) if k == "mamba2"]
         chunks = [getattr(m, "chunk_size", 64) for m in mixers]
         for m in mixers:
             m.chunk_size = 64
+        mn.mamba2_chunk_scan = scan
+        self._m2_restore = lambda: setattr(mn, "mamba2_chunk_scan", orig)
         try:
             base = self._logits(model, x)
-
-            def counted(mixer, *a, **k):
-                self.m2_calls += 1
-                return ts.mamba2_training_forward(mixer, *a, **k)
-
-            for m in mixers:
-                m._torch_forward_orig = m.torch_forward
-                m.torch_forward = types.MethodType(counted, m)
-            c0 = self.m2_calls
+            self.m2_on, c0 = True, self.m2_calls
             got = self._logits(model, x)
             res = ({"on": False, "bound": False} if self.m2_calls == c0
                    else self._verdict("Mamba-2", base, got))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the fallback trains instead
             traceback.print_exc()
             res = {"on": False, "error": True}
         for m, c in zip(mixers, chunks):
             m.chunk_size = c
-        self.m2_mixers = mixers
         if not res["on"]:
             self.disable()
         return res
@@ -641,10 +650,10 @@ class FastScans:
     def disable(self):
         """Back to transformers' code (before the checkpoint is written and evaluated)."""
         GdnChunk.fast = False
-        for m in self.m2_mixers:
-            m.__dict__.pop("torch_forward", None)
-            m.__dict__.pop("_torch_forward_orig", None)
-        self.m2_mixers = []
+        self.m2_on = False
+        if self._m2_restore is not None:
+            self._m2_restore()
+            self._m2_restore = None
 
 
 def bind_m2_chunk(model, size, device, n=1024):

@@ -67,6 +67,16 @@ elif ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
   echo "train_session: smoke run failed; no real run"
   exit 1
 fi
+# the fast scans are what make the budget go far: a real run without them is not worth the call
+if [ "${SKIP_SMOKE:-0}" != 1 ] && [[ " ${TRAIN_ARGS:-} " != *" --no-fast-scans "* ]]; then
+  for m in "${MODELS[@]}"; do
+    if ! grep -q "scan against transformers'.*-> on" "/tmp/rssm-logs/smoke-$m.log"; then
+      tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
+      echo "train_session: $m: the fast scan did not switch on in the smoke run; no real run"
+      exit 1
+    fi
+  done
+fi
 echo "train_session: smoke runs passed; training ${TRAIN_SECONDS} s each"
 run_both "$TRAIN_SECONDS" "$OUT" /tmp/rssm-train full
 rc=$?

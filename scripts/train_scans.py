@@ -33,7 +33,7 @@ def _chunks(x, q):
 
 
 def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
-                output_final_state=False, use_qk_l2norm_in_kernel=False, l2norm=None):
+                output_final_state=False, use_qk_l2norm_in_kernel=False, l2norm=None, **unused):
     """The gated delta rule over whole sequences, chunk by chunk (the WY form of DeltaNet), per
     head in transformers' convention (S [dk][dv]):
         S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - exp(g_t) S_{t-1}^T k_t))^T,
@@ -41,7 +41,8 @@ def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
     query, key [b][L][h][dk], value [b][L][h][dv], g (log-decay) and beta [b][L][h];
     initial_state [b][h][dk][dv] or None. Returns (o [b][L][h][dv] in query's dtype,
     S_L [b][h][dk][dv] fp32 or None). l2norm: transformers' own normalisation, applied to q and
-    k when use_qk_l2norm_in_kernel (so that its epsilon is the model's)."""
+    k when use_qk_l2norm_in_kernel (so that its epsilon is the model's). unused: the forward's
+    kwargs, which transformers passes through and its own function ignores as well."""
     dtype = query.dtype
     if use_qk_l2norm_in_kernel:
         query, key = l2norm(query, dim=-1), l2norm(key, dim=-1)
@@ -154,33 +155,25 @@ def ssd_chunked(x, dt, a_log_neg, b_in, c_in, chunk_size):
     return y[:, :length]
 
 
-def mamba2_training_forward(mixer, input_states, cache_params=None, attention_mask=None):
-    """NemotronH's Mamba-2 mixer over a whole sequence without a cache or padding (the training
-    forward; a mask of ones multiplies by 1 in the original, so it is no padding), with ssd_chunked for the scan; anything else goes to the mixer's own
-    torch_forward (mixer._torch_forward_orig). The glue is transformers' fallback's: in_proj,
-    split (z, xBC, dt), depthwise causal conv and activation, split (x, B, C),
-    dt = max(softplus(dt + dt_bias), time_step_min), A = -exp(A_log), y + D x, gated norm,
-    out_proj; every step is checked against the original on the model before training."""
-    padded = attention_mask is not None and not bool(torch.all(attention_mask == 1))
-    if cache_params is not None or padded:
-        return mixer._torch_forward_orig(input_states, cache_params, attention_mask)
-    bsz, length, _ = input_states.shape
-    dtype = input_states.dtype
-    proj = mixer.in_proj(input_states)
-    d_i, ng, n, nh = mixer.intermediate_size, mixer.n_groups, mixer.ssm_state_size, mixer.num_heads
-    d_mlp = (proj.shape[-1] - 2 * d_i - 2 * ng * n - nh) // 2
-    _, _, gate, xbc, dt = proj.split([d_mlp, d_mlp, d_i, mixer.conv_dim, nh], dim=-1)
-    xbc = mixer.act(mixer.conv1d(xbc.transpose(1, 2))[..., :length].transpose(1, 2))
-    x, b_in, c_in = torch.split(xbc, [d_i, ng * n, ng * n], dim=-1)
-    a_neg = -torch.exp(_wide(mixer.A_log))                              # [h]
-    dt = torch.clamp(F.softplus(dt + mixer.dt_bias), mixer.time_step_min)
-    x = _wide(x.reshape(bsz, length, nh, mixer.head_dim))
-    b_in = _wide(b_in.reshape(bsz, length, ng, n))
-    c_in = _wide(c_in.reshape(bsz, length, ng, n))
-    device_type = x.device.type
-    with torch.autocast(device_type=device_type, enabled=False):
-        # the fallback contracts in fp32 (broadcast and sum, which autocast leaves alone)
-        y = ssd_chunked(x, _wide(dt), a_neg, b_in, c_in, mixer.chunk_size)
-    y = y + mixer.D[:, None] * x
-    y = y.reshape(bsz, length, -1)
-    return mixer.out_proj(mixer.norm(y, gate).to(dtype))
+def mamba2_chunk_scan(hidden_states, dt, A, B, C, chunk_size, D=None, dt_bias=None,
+                      dt_softplus=False, dt_limit=(0.0, float("inf")), **unused):
+    """transformers' Mamba-2 chunk scan (modeling_nemotron_h.mamba2_chunk_scan, the reference
+    fallback of mamba_ssm's mamba_chunk_scan_combined) for a zero initial state and no final
+    state, the training case; the caller keeps the others on transformers' function. Its
+    prologue in the same operations and order: dt = clamp(softplus(dt + dt_bias), dt_limit) in
+    dt's dtype, x, B, C to fp32; then ssd_chunked in fp32 with autocast off (the fallback
+    contracts by broadcast and sum, which autocast leaves in fp32), and the D skip term
+    D x added last. hidden_states [b][L][h][p], dt [b][L][h] (before the bias), A [h] negative,
+    B, C [b][L][g][n]; returns y [b][L][h][p] fp32. unused: what transformers' function also
+    accepts and ignores (z, seq_idx, its forward's kwargs)."""
+    if dt_bias is not None:
+        dt = dt + dt_bias.to(dt.dtype)
+    if dt_softplus:
+        dt = F.softplus(dt)
+    dt = torch.clamp(dt, min=dt_limit[0], max=dt_limit[1])
+    x = _wide(hidden_states)
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        y = ssd_chunked(x, _wide(dt), _wide(A), _wide(B), _wide(C), chunk_size)
+    if D is not None:
+        y = y + D[..., None] * x
+    return y

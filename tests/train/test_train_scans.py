@@ -10,7 +10,6 @@ import os
 import sys
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
@@ -118,73 +117,29 @@ def check_ssd(length, chunk):
     assert max(errs) < TOL, (length, chunk, errs)
 
 
-class GatedNorm(nn.Module):
-    """A stand-in of the gated RMS norm: any function of (y, gate) will do for the glue check."""
-    def forward(self, y, gate):
-        return y * torch.rsqrt((y * y).mean(-1, keepdim=True) + 1e-5) * F.silu(gate)
-
-
-class FakeMixer(nn.Module):
-    """The attributes of transformers' Mamba-2 mixer that mamba2_training_forward reads."""
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(3)
-        self.num_heads, self.head_dim, self.n_groups, self.ssm_state_size = 4, 3, 2, 5
-        self.intermediate_size = self.num_heads * self.head_dim
-        self.conv_dim = self.intermediate_size + 2 * self.n_groups * self.ssm_state_size
-        self.chunk_size, self.time_step_min = 4, 1e-3
-        self.in_proj = nn.Linear(7, self.intermediate_size + self.conv_dim + self.num_heads,
-                                 bias=False)
-        self.conv1d = nn.Conv1d(self.conv_dim, self.conv_dim, 4, groups=self.conv_dim,
-                                padding=3)
-        self.act = nn.SiLU()
-        self.A_log = nn.Parameter(torch.log(torch.tensor([4.0, 1.0, 0.1, 0.01])))
-        self.dt_bias = nn.Parameter(torch.randn(self.num_heads))
-        self.D = nn.Parameter(torch.randn(self.num_heads))
-        self.norm = GatedNorm()
-        self.out_proj = nn.Linear(self.intermediate_size, 7, bias=False)
-        self.orig_calls = 0
-
-    def _torch_forward_orig(self, x, cache_params=None, attention_mask=None):
-        self.orig_calls += 1
-        return x
-
-
-def mixer_by_tokens(m, u):
-    """The whole mixer token by token: projections, causal conv, recurrence, D, norm, out."""
-    length = u.shape[1]
-    d_i, ng, n, nh = m.intermediate_size, m.n_groups, m.ssm_state_size, m.num_heads
-    z, xbc, dt = m.in_proj(u).split([d_i, m.conv_dim, nh], -1)
-    w = m.conv1d.weight[:, 0]                                           # [conv_dim][4]
-    padded = F.pad(xbc, (0, 0, 3, 0))
-    conv = torch.stack([(padded[:, t:t + 4] * w.t()).sum(1) + m.conv1d.bias
-                        for t in range(length)], 1)
-    x, b_in, c_in = m.act(conv).split([d_i, ng * n, ng * n], -1)
-    dt = torch.clamp(F.softplus(dt + m.dt_bias), m.time_step_min)
-    x = x.reshape(*x.shape[:2], nh, m.head_dim)
-    y = ssd_recurrent(x, dt, -m.A_log.exp(), b_in.reshape(*b_in.shape[:2], ng, n),
-                      c_in.reshape(*c_in.shape[:2], ng, n))
-    y = (y + m.D[:, None] * x).reshape(*u.shape[:2], -1)
-    return m.out_proj(m.norm(y, z))
+def check_chunk_scan(length, chunk):
+    """mamba2_chunk_scan, prologue and D term included, against the recurrence."""
+    gen = torch.Generator().manual_seed(length * 7 + chunk)
+    b, h, p, ng, n = 2, 4, 3, 2, 5
+    x = torch.randn(b, length, h, p, generator=gen, dtype=F64)
+    dt_raw = torch.randn(b, length, h, generator=gen, dtype=F64) * 2
+    dt_bias = torch.randn(h, generator=gen, dtype=F64)
+    a_neg = -torch.tensor([4.0, 1.0, 0.1, 0.01], dtype=F64)
+    b_in = torch.randn(b, length, ng, n, generator=gen, dtype=F64)
+    c_in = torch.randn(b, length, ng, n, generator=gen, dtype=F64)
+    d_skip = torch.randn(h, generator=gen, dtype=F64)
+    limit = (0.05, 2.0)    # both ends of the clamp bind on some tokens
+    got = ts.mamba2_chunk_scan(x, dt_raw, a_neg, b_in, c_in, chunk, D=d_skip, z=None,
+                               dt_bias=dt_bias, dt_softplus=True, dt_limit=limit)
+    dt = torch.clamp(F.softplus(dt_raw + dt_bias), *limit)
+    assert (dt == limit[0]).any() and (dt == limit[1]).any()
+    want = ssd_recurrent(x, dt, a_neg, b_in, c_in) + d_skip[:, None] * x
+    assert got.shape == want.shape and rel(got, want) < TOL, (length, chunk, rel(got, want))
 
 
 for length, chunk in [(50, 16), (64, 16), (7, 16), (33, 1), (40, 40)]:
     check_gdn(length, chunk)
     check_ssd(length, chunk)
+    check_chunk_scan(length, chunk)
 
-mixer = FakeMixer().to(F64)
-u = torch.randn(2, 11, 7, dtype=F64, generator=torch.Generator().manual_seed(4))
-got = ts.mamba2_training_forward(mixer, u)
-want = mixer_by_tokens(mixer, u)
-assert rel(got, want) < TOL, rel(got, want)
-assert mixer.orig_calls == 0
-# a cache or a padding mask is the original's business
-assert ts.mamba2_training_forward(mixer, u, cache_params=object()) is u
-pad = torch.ones(2, 11)
-pad[1, :3] = 0
-assert ts.mamba2_training_forward(mixer, u, attention_mask=pad) is u
-assert mixer.orig_calls == 2
-# a mask of ones is no padding: the fast form, the same numbers
-got = ts.mamba2_training_forward(mixer, u, attention_mask=torch.ones(2, 11))
-assert mixer.orig_calls == 2 and rel(got, want) < TOL
 print("ok")
