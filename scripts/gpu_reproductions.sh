@@ -8,6 +8,7 @@
 #   BIN       replayssm built with CUDA (default: .devrun/bin/replayssm, libraries in .devrun/lib)
 #   OUT       results folder (default: ./repro-out)
 #   STEPS_KL  steps of the KL-against-length runs (default: 32768)
+#   ONLY      the models to run, space-separated (default: both fixture models)
 # Results: OUT/repro.tar (summaries, CSVs, figures, logs, bpb.json) and OUT/h5-*.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ STEPS_KL=${STEPS_KL:-32768}
 W=/tmp/rssm-repro
 export RSSM_CUDA_GRAPH=1
 mkdir -p "$OUT" "$W/figures" "$W/logs"
-MODELS=(qwen35-gdn-tiny nemotronh-m2-tiny)
+# ONLY="NAME ...": the models to run (default both; e.g. only the one retrained)
+read -r -a MODELS <<< "${ONLY:-qwen35-gdn-tiny nemotronh-m2-tiny}"
 
 start() {   # start NAME ARGS...: one replayssm run in the background, timed, logged
   local name=$1; shift
