@@ -32,8 +32,8 @@ matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fix
 measured speed so that it ends at --train-seconds; batch --batch (4) x 16384 tokens; grad-norm
 clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
 seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
-where they remember past M0 tokens), --cap-memory M1 (the learned GDN heads are pushed to forget
-within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
+where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
+forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
 (the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads).
 The GPU machine has transformers' torch fallbacks only (no fla / mamba_ssm / causal_conv1d);
 training runs their scans through scripts/train_scans.py (--fast-scans, the default: the same
@@ -88,7 +88,7 @@ SOURCES = [("austen", 0.30), ("tdavid", 0.25), ("sotu", 0.15), ("kjv", 0.15), ("
 # GDN slow heads write weakly: a penalty SLOW_BETA_WEIGHT * mean softplus(b - logit(beta_t))
 # on their write strength beta = sigmoid(in_proj_b x), beta_t = memory^-1/2 (SlowBeta).
 SLOW_BETA_WEIGHT = 0.05
-# --cap-memory M1: the learned GDN heads' memory is pushed below M1 tokens by a penalty
+# --cap-memory M1: the learned SSM heads' memory is pushed below M1 tokens by a penalty
 # CAP_MEMORY_WEIGHT * mean softplus(log(memory_t / M1)) (SlowBeta.add_cap).
 CAP_MEMORY_WEIGHT = 0.05
 
@@ -286,30 +286,38 @@ class SlowBeta:
         self.hooks.append(m.in_proj_a.register_forward_hook(hook("a")))
         self.hooks.append(m.in_proj_b.register_forward_hook(hook("b")))
 
-    def add_cap(self, m, heads, m1):
-        """--cap-memory M1: the learned heads (`heads`) of GDN layer m are pushed to forget within
+    def add_cap(self, m, heads, m1, kind="gdn"):
+        """--cap-memory M1: the learned heads (`heads`) of SSM layer m are pushed to forget within
         M1 tokens: a term softplus(log(memory_t / M1)) per head and token, memory_t = 1 / (1 -
-        alpha_t), alpha_t = exp(-exp(A_log) softplus(a_t + dt_bias)); about log(memory_t / M1)
-        above M1, nearly 0 below. Unlike --long-beta's push (on beta only), this one reaches the
-        decay: A_log, dt_bias and in_proj_a. Why (session 8, docs/trained-models.md): the GDN
-        model's shared-checkpoint KL levels where its heads of ~1000 tokens saturate, and the
-        designed slow heads are to carry the long memory alone."""
+        alpha_t), alpha_t = exp(-exp(A_log) softplus(a_t + dt_bias)), a_t the head's
+        input-dependent decay input (GDN: its in_proj_a output; Mamba-2: its dt column of in_proj,
+        so that alpha_t = exp(dt_t A)); about log(memory_t / M1) above M1, nearly 0 below. Unlike
+        --long-beta's push (on beta only), this one reaches the decay: A_log, dt_bias and the
+        head's input row. Why (session 8, docs/trained-models.md): the GDN model's
+        shared-checkpoint KL levelled where its heads of ~1000 tokens saturate, and the designed
+        slow heads are to carry the long memory alone; session 10's Mamba-2 candidate, trained
+        longer with nothing on its learned heads, lost the drift (shared over split 5.5)."""
         import torch
         import torch.nn.functional as F
 
+        w, row0 = input_decay_rows(kind, m)
+        proj = m.in_proj_a if kind == "gdn" else m.in_proj
+        if proj.weight is not w:
+            raise RuntimeError(f"{kind}: the decay rows are not the projection's")
+        cols = [row0 + h for h in heads]
         heads = list(heads)
         log_m1 = math.log(m1)
 
         def hook(mod, inp, out):
             if not self.active:
                 return
-            a = out[..., heads].float()
+            a = out[..., cols].float()
             rate = torch.exp(m.A_log.float()[heads]) * F.softplus(a + m.dt_bias.float()[heads])
             log_mem = -torch.log(-torch.expm1(-rate.clamp(min=1e-12)))   # [..][len(heads)]
             self.cap_terms.append(F.softplus(log_mem - log_m1).mean())
             self.seen_cap.append(torch.stack([(log_mem > log_m1).float().mean().detach(),
                                               log_mem.detach().max()]))
-        self.hooks.append(m.in_proj_a.register_forward_hook(hook))
+        self.hooks.append(proj.register_forward_hook(hook))
 
     def cap_stats(self):
         """(fraction of learned-head tokens past --cap-memory's M1, the largest memory seen) since
@@ -383,8 +391,8 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
     """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer
     with memories log-spaced over slow_range; long_beta > 0: the learned GDN heads' beta is
     pushed down where they remember longer than long_beta tokens (SlowBeta.add_learned);
-    cap_memory > 0: the learned GDN heads are pushed to forget within cap_memory tokens
-    (SlowBeta.add_cap)."""
+    cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to forget within cap_memory
+    tokens (SlowBeta.add_cap)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed + 77)
@@ -433,8 +441,8 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
                 fixed.beta.add(m, slow, [e["memory_design"] for e in fixed.table[-len(slow):]])
             if kind == "gdn" and long_beta > 0:
                 fixed.beta.add_learned(m, range(nh - SLOW_PER_LAYER), long_beta)
-            if kind == "gdn" and cap_memory > 0:
-                fixed.beta.add_cap(m, range(nh - SLOW_PER_LAYER), cap_memory)
+            if cap_memory > 0:
+                fixed.beta.add_cap(m, range(nh - SLOW_PER_LAYER), cap_memory, kind)
             fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
             fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
             rows = [row0 + h for h in slow]
@@ -1269,7 +1277,7 @@ def main():
                     metavar="N", help="Mamba-2 chunk length of the training forward (64, 128, "
                     "256 or 512; the checkpoint and every evaluation keep 64)")
     ap.add_argument("--cap-memory", type=float, default=0.0, metavar="M1",
-                    help="push the learned GDN heads to forget within M1 tokens (a penalty on "
+                    help="push the learned SSM heads (GDN or Mamba-2) to forget within M1 tokens (a penalty on "
                          "their decay; 0: off; e.g. 100), so that the fixed slow heads carry the "
                          "long memory alone")
     ap.add_argument("--slow-range", type=slow_range_arg, default=SLOW_MEMORIES, metavar="LO:HI",

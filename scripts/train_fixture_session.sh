@@ -9,7 +9,8 @@
 #                  weights (--init-from; pass TRAIN_ARGS="--warmup 20" for a short warm-up)
 #   TRAIN_ARGS     more options for scripts/train_fixture_models.py (e.g. "--warmup 20
 #                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly;
-#                  "--cap-memory 100 --slow-range 1024:8192": docs/next-session.md)
+#                  "--cap-memory 100 --slow-range 1024:8192": docs/next-session.md; per model:
+#                  GDN_ARGS, M2_ARGS)
 #   GDN_ARGS       options for qwen35-gdn-tiny only, after TRAIN_ARGS (e.g. "--cap-memory 100
 #                  --slow-range 1024:8192")
 #   M2_ARGS        options for nemotronh-m2-tiny only, after TRAIN_ARGS

@@ -2,7 +2,7 @@
 the penalty equals its formula, only learned heads whose per-token memory exceeds M0 contribute,
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
 fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
-not beta) and --slow-range's parser. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
+not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and --slow-range's parser. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
 before training, on the GPU machine (CI has no torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
@@ -111,6 +111,50 @@ m(x)
 sb3.active = False
 only_beta = sb3.penalty()
 assert torch.allclose(both, only_beta + ref), (both, only_beta, ref)
+# SlowBeta.add_cap on a stand-in Mamba-2 mixer: the decay input is the head's dt column of
+# in_proj (layout z, xBC, dt), alpha_t = exp(-exp(A_log) softplus(dt_t + dt_bias)); the push
+# reaches A_log, dt_bias and the capped heads' dt rows of in_proj, no other row.
+class FakeMamba2(nn.Module):
+    def __init__(self, nh=4, d=8):
+        super().__init__()
+        self.num_heads, self.intermediate_size, self.n_groups, self.ssm_state_size = nh, 6, 1, 3
+        rows = 2 * self.intermediate_size + 2 * self.n_groups * self.ssm_state_size + nh
+        self.A_log = nn.Parameter(torch.zeros(nh))
+        self.dt_bias = nn.Parameter(torch.zeros(nh))
+        self.in_proj = nn.Linear(d, rows, bias=False)
+    def forward(self, x):
+        dt = self.in_proj(x)[..., -self.num_heads:]
+        return (F.softplus(dt + self.dt_bias) * torch.exp(self.A_log)).sum()
+
+torch.manual_seed(2)
+mm = FakeMamba2()
+with torch.no_grad():
+    # head 0: thousands of tokens; 1: about one token; 2, 3: slow heads, not capped
+    mm.A_log[:] = torch.tensor([math.log(1e-4), math.log(1.0), math.log(1e-5), math.log(1e-5)])
+    mm.in_proj.weight.mul_(0.1)
+sb = tfm.SlowBeta()
+sb.add_cap(mm, range(2), 100.0, "mamba2")
+x = torch.randn(2, 30, 8)
+sb.active = True
+mm(x)
+sb.active = False
+pen = sb.penalty()
+dt = mm.in_proj(x)[..., -4:][..., :2]
+rate = torch.exp(mm.A_log[:2]) * F.softplus(dt + mm.dt_bias[:2])
+log_mem = torch.log(1 / -torch.expm1(-rate))
+ref = tfm.CAP_MEMORY_WEIGHT * F.softplus(log_mem - math.log(100.0)).mean()
+assert torch.allclose(pen, ref), (pen, ref)
+assert log_mem[..., 0].min() > math.log(1000) and log_mem[..., 1].max() < math.log(3), log_mem
+mm.zero_grad()
+pen.backward()
+gA, gw = mm.A_log.grad, mm.in_proj.weight.grad
+assert gA[0] < 0 and gA[2:].abs().sum() == 0, gA    # the long head pushed, slow heads not
+nrow = gw.shape[0]
+assert gw[nrow - 4].abs().sum() > 0                 # the long head's dt row
+assert gw[:nrow - 4].abs().sum() == 0 and gw[nrow - 2:].abs().sum() == 0, gw
+frac, longest = sb.cap_stats()
+assert abs(frac - 0.5) < 1e-6 and longest > 1000, (frac, longest)
+
 # --slow-range: parsed and bounded by half the training window
 assert tfm.slow_range_arg("1024:8192") == (1024.0, 8192.0)
 for bad in ("8192", "0.5:100", "100:50", f"1024:{tfm.SEQ}", "a:b"):
