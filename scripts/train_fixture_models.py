@@ -40,7 +40,8 @@ training runs their scans through scripts/train_scans.py (--fast-scans, the defa
 arithmetic in fewer, larger operations, switched on per scan only after it reproduces the
 fallback on the model to 1e-4, FastScans), and the GDN chunked form with chunks of up to 512
 tokens instead of 64 when that is as close to the exact token-by-token recurrence as 64
-(GdnChunk.check, at the start and again on the trained model). TF32 is off. Every evaluation
+(GdnChunk.check, at the start and again on the trained model), the fastest of those on the GPU
+with the fast form (GdnChunk.fastest: two timed training steps per chunk length). TF32 is off. Every evaluation
 number comes from transformers' own code with chunk 64.
 Every --eval-every steps the held-out bits per byte on the quickstart's 4 windows (bf16 autocast)
 goes to the loss log.
@@ -522,7 +523,43 @@ class GdnChunk:
         log("GDN chunk against the exact recurrence (max rel logit error): "
             + ", ".join(f"{c}: {e:.2e}" for c, e in sorted(err.items()))
             + f" -> chunk {cls.size}")
-        return {"size": cls.size, "bound": True, "max_rel_vs_recurrent": err}
+        return {"size": cls.size, "bound": True, "max_rel_vs_recurrent": err, "accepted": ok}
+
+    @classmethod
+    def fastest(cls, model, device, sizes, batch):
+        """Of the chunk lengths that check() accepted, the one whose training step (forward and
+        backward of batch x SEQ tokens under bf16 autocast, the second of two runs) is fastest on
+        this GPU. The longest was the fastest for transformers' fallback, whose cost was its loop
+        over the chunks; the fast form's cost lies in its chunk x chunk tensors (batch x heads x
+        SEQ x chunk elements each), which grow with the chunk, so it is measured, not assumed.
+        No optimiser step: the gradients are dropped. Returns {chunk: seconds}."""
+        import torch
+        import torch.nn.functional as F
+
+        x = torch.randint(0, 256, (batch, SEQ), device=device,
+                          generator=torch.Generator(device=device).manual_seed(8))
+        cuda = device == "cuda"
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
+        was, times = model.training, {}
+        model.train()
+        for c in sorted(sizes):
+            cls.size = c
+            for _ in range(2):      # the first run warms the allocator and the kernels up
+                sync()
+                t = time.time()
+                with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16,
+                                    enabled=cuda):
+                    logits = model(input_ids=x, use_cache=False).logits
+                F.cross_entropy(logits.float().reshape(-1, 256), x.reshape(-1)).backward()
+                model.zero_grad(set_to_none=True)
+                sync()
+                times[c] = time.time() - t
+        model.train(was)
+        cls.size = min(times, key=times.get)
+        log("GDN training step by chunk (s): "
+            + ", ".join(f"{c}: {t:.3f}" for c, t in sorted(times.items()))
+            + f" -> chunk {cls.size}")
+        return times
 
 
 def fla_l2norm(x, dim=-1, eps=1e-6):
@@ -885,6 +922,16 @@ def train(name, args):
         model.eval()
         chunk_info = GdnChunk.check(model, device)
         model.train()
+        if GdnChunk.fast and device == "cuda" and len(chunk_info.get("accepted", [])) > 1:
+            try:
+                chunk_info["step_seconds"] = GdnChunk.fastest(model, device,
+                                                              chunk_info["accepted"], BATCH)
+            except Exception:  # noqa: BLE001 - e.g. out of memory: keep check()'s choice
+                traceback.print_exc()
+                GdnChunk.size = max(chunk_info["accepted"])
+                model.zero_grad(set_to_none=True)
+                torch.cuda.empty_cache()
+            chunk_info["size"] = GdnChunk.size
 
     corpus = load_corpus(args.corpus)
     moby = open(args.heldout, "rb").read()

@@ -165,6 +165,14 @@ c0, g0 = CALLS["gdn"], tfm.GdnChunk.calls
 gdn.train()
 gdn(input_ids=x).logits.sum().backward()
 assert CALLS["gdn"] == c0 and tfm.GdnChunk.calls == g0 + 1, (CALLS, tfm.GdnChunk.calls)
+# GdnChunk.fastest: every accepted chunk timed, the quickest chosen, no gradient left behind
+# (no optimiser step may follow from it), the mode restored; the fast form runs the steps
+gdn.eval()
+times = tfm.GdnChunk.fastest(gdn, "cpu", [64, 128, 256], 1)
+assert sorted(times) == [64, 128, 256] and all(t > 0 for t in times.values()), times
+assert tfm.GdnChunk.size == min(times, key=times.get)
+assert all(p.grad is None for p in gdn.parameters()) and not gdn.training
+assert CALLS["gdn"] == c0 and tfm.GdnChunk.calls == g0 + 1 + 6
 fs.disable()
 gdn(input_ids=x)
 assert not tfm.GdnChunk.fast and CALLS["gdn"] == c0 + 1      # transformers' function again
