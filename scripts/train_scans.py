@@ -32,8 +32,32 @@ def _chunks(x, q):
     return x.reshape(x.shape[0], x.shape[1], -1, q, *x.shape[3:])
 
 
+def unit_lower_solve(n_mat, rhs, block=64):
+    """X with (I + N) X = rhs for N = n_mat [..][Q][Q] strictly lower triangular (its diagonal
+    and upper part are ignored), rhs [..][Q][m], by blocks of `block` rows: X_r = (I + N_rr)^-1
+    (rhs_r - N_r,<r X_<r). The diagonal blocks go to a triangular solve, the rest to matrix
+    products, in fp32 with autocast off (a bf16 product would round every substitution step).
+    Why not one triangular solve of the whole chunk: a batched solve of Q x Q systems costs
+    about what the products cost in flops but runs far slower than they do on a GPU, and its
+    backward is two more; by blocks only the small diagonal solves remain."""
+    q = n_mat.shape[-1]
+    if q <= block:
+        return torch.linalg.solve_triangular(n_mat, rhs, upper=False, unitriangular=True)
+    xs = []
+    with torch.autocast(device_type=rhs.device.type, enabled=False):
+        for r0 in range(0, q, block):
+            r1 = min(q, r0 + block)
+            acc = rhs[..., r0:r1, :]
+            if r0:
+                acc = acc - n_mat[..., r0:r1, :r0] @ torch.cat(xs, -2)
+            xs.append(torch.linalg.solve_triangular(n_mat[..., r0:r1, r0:r1], acc, upper=False,
+                                                    unitriangular=True))
+    return torch.cat(xs, -2)
+
+
 def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
-                output_final_state=False, use_qk_l2norm_in_kernel=False, l2norm=None, **unused):
+                output_final_state=False, use_qk_l2norm_in_kernel=False, l2norm=None,
+                solve_block=64, **unused):
     """The gated delta rule over whole sequences, chunk by chunk (the WY form of DeltaNet), per
     head in transformers' convention (S [dk][dv]):
         S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - exp(g_t) S_{t-1}^T k_t))^T,
@@ -41,7 +65,8 @@ def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
     query, key [b][L][h][dk], value [b][L][h][dv], g (log-decay) and beta [b][L][h];
     initial_state [b][h][dk][dv] or None. Returns (o [b][L][h][dv] in query's dtype,
     S_L [b][h][dk][dv] fp32 or None). l2norm: transformers' own normalisation, applied to q and
-    k when use_qk_l2norm_in_kernel (so that its epsilon is the model's). unused: the forward's
+    k when use_qk_l2norm_in_kernel (so that its epsilon is the model's). solve_block: the rows
+    of unit_lower_solve's blocks (chunks up to that long are solved in one). unused: the forward's
     kwargs, which transformers passes through and its own function ignores as well."""
     dtype = query.dtype
     if use_qk_l2norm_in_kernel:
@@ -72,7 +97,7 @@ def gdn_chunked(query, key, value, g, beta, chunk_size=64, initial_state=None,
     k_beta = k * beta[..., None]
     n_mat = ((k_beta @ k.transpose(-1, -2)) * decay).masked_fill(~below, 0.0)   # [b][h][c][Q][Q]
     rhs = torch.cat([v * beta[..., None], k_beta * g.exp()[..., None]], -1)      # [..][Q][dv+dk]
-    sol = torch.linalg.solve_triangular(n_mat, rhs, upper=False, unitriangular=True)
+    sol = unit_lower_solve(n_mat, rhs, solve_block)
     u, w = sol.split([dv, dk], -1)                      # [b][h][c][Q][dv], [b][h][c][Q][dk]
 
     # across chunks, with S the state entering chunk i:

@@ -63,6 +63,23 @@ def grads(f, inputs, weights):
     return outs, torch.autograd.grad(loss, inputs)
 
 
+def check_unit_lower_solve(q, block):
+    """unit_lower_solve by blocks against one triangular solve, and (I + N) X = rhs itself."""
+    gen = torch.Generator().manual_seed(q * 13 + block)
+    n = torch.randn(3, q, q, generator=gen, dtype=F64) * 0.3
+    n = n + torch.triu(torch.randn(3, q, q, generator=gen, dtype=F64), 0)   # ignored part
+    rhs = torch.randn(3, q, 7, generator=gen, dtype=F64)
+    x = ts.unit_lower_solve(n, rhs, block)
+    lower = torch.tril(n, -1)
+    assert rel((torch.eye(q, dtype=F64) + lower) @ x, rhs) < TOL, (q, block)
+    one = torch.linalg.solve_triangular(n, rhs, upper=False, unitriangular=True)
+    assert rel(x, one) < TOL, (q, block, rel(x, one))
+
+
+for q, block in [(40, 8), (40, 16), (33, 64), (64, 64), (65, 64)]:
+    check_unit_lower_solve(q, block)
+
+
 def check_gdn(length, chunk):
     gen = torch.Generator().manual_seed(length * 31 + chunk)
     b, h, dk, dv = 2, 3, 8, 5
@@ -78,9 +95,10 @@ def check_gdn(length, chunk):
     w_s = torch.randn(b, h, dk, dv, generator=gen, dtype=F64)
 
     def chunked(q, k, v, g, beta, s0):
+        # by blocks: chunks of 16 in two blocks of 8, of 40 in 16 + 16 + 8
         return ts.gdn_chunked(q, k, v, g, beta, chunk_size=chunk, initial_state=s0,
                               output_final_state=True, use_qk_l2norm_in_kernel=True,
-                              l2norm=l2norm)
+                              l2norm=l2norm, solve_block=8 if chunk == 16 else 16)
 
     def recurrent(q, k, v, g, beta, s0):
         return gdn_recurrent(l2norm(q), l2norm(k), v, g, beta, s0)
