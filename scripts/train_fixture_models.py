@@ -460,12 +460,13 @@ class GdnChunk:
 
     size = GDN_CHUNK
     calls = 0
+    installed = False
     fast = False    # train_scans.gdn_chunked in place of transformers' function (FastScans)
-    l2norm = None   # transformers' q/k normalisation, handed to the fast form
+    l2norm = None   # transformers' q/k normalisation, handed to the fast form (None: no fast form)
 
     @classmethod
     def install(cls):
-        if cls.calls or cls.l2norm is not None:   # installed already: never wrap the wrapper
+        if cls.installed:   # never wrap the wrapper
             return True
         try:
             import transformers.models.qwen3_5.modeling_qwen3_5 as mq
@@ -476,14 +477,13 @@ class GdnChunk:
         if orig is None:
             return False
 
-        cls.l2norm = getattr(mq, "l2norm", None) or fla_l2norm
+        cls.l2norm = getattr(mq, "l2norm", None)
 
         def bound(*a, **k):
             cls.calls += 1
             k["chunk_size"] = cls.size
             # packed sequences (cu_seqlens) stay with transformers: training never packs
             if cls.fast and k.get("cu_seqlens") is None:
-                k.pop("cu_seqlens", None)
                 return train_scans().gdn_chunked(*a, **k, l2norm=cls.l2norm)
             return orig(*a, **k)
 
@@ -494,6 +494,7 @@ class GdnChunk:
                 for attr in ("chunk_gated_delta_rule", name):
                     if getattr(c, attr, None) is orig:
                         setattr(c, attr, staticmethod(bound))
+        cls.installed = True
         return True
 
     @classmethod
@@ -534,12 +535,10 @@ class GdnChunk:
         SEQ x chunk elements each), which grow with the chunk, so it is measured, not assumed.
         No optimiser step: the gradients are dropped. Returns {chunk: seconds}."""
         import torch
-        import torch.nn.functional as F
 
         x = torch.randint(0, 256, (batch, SEQ), device=device,
                           generator=torch.Generator(device=device).manual_seed(8))
-        cuda = device == "cuda"
-        sync = torch.cuda.synchronize if cuda else (lambda: None)
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         was, times = model.training, {}
         model.train()
         for c in sorted(sizes):
@@ -547,11 +546,7 @@ class GdnChunk:
             for _ in range(2):      # the first run warms the allocator and the kernels up
                 sync()
                 t = time.time()
-                with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16,
-                                    enabled=cuda):
-                    logits = model(input_ids=x, use_cache=False).logits
-                F.cross_entropy(logits.float().reshape(-1, 256), x.reshape(-1)).backward()
-                model.zero_grad(set_to_none=True)
+                dropped_step(model, x, device)
                 sync()
                 times[c] = time.time() - t
         model.train(was)
@@ -562,12 +557,18 @@ class GdnChunk:
         return times
 
 
-def fla_l2norm(x, dim=-1, eps=1e-6):
-    """The q/k normalisation of the GDN reference kernels, x / sqrt(sum x^2 + eps): used only if
-    transformers' module has no l2norm of its own to hand to the fast form."""
+def dropped_step(model, x, device):
+    """One training step's forward and backward on tokens x [b][L] (bf16 autocast on the GPU,
+    as in training; the next token of x as target: the values do not change the time), its
+    gradients dropped: for timing and profiling, never for training."""
     import torch
+    import torch.nn.functional as F
 
-    return x * torch.rsqrt((x * x).sum(dim=dim, keepdim=True) + eps)
+    with torch.autocast("cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
+                        enabled=device == "cuda"):
+        logits = model(input_ids=x, use_cache=False).logits
+    F.cross_entropy(logits[:, :-1].float().reshape(-1, 256), x[:, 1:].reshape(-1)).backward()
+    model.zero_grad(set_to_none=True)
 
 
 def train_scans():
@@ -583,13 +584,13 @@ def train_scans():
 
 class FastScans:
     """--fast-scans (the default): training runs the SSM scans through scripts/train_scans.py,
-    the same arithmetic as transformers' torch fallbacks in fewer, larger operations (one
-    triangular solve per GDN chunk instead of a Python loop over its rows; matrix products
-    instead of broadcast-and-sum in Mamba-2's SSD). Each is switched on only after it reproduces
+    the same arithmetic as transformers' torch fallbacks in fewer, larger operations (matrix
+    products instead of broadcast-and-sum in Mamba-2's SSD; for GDN the fallback's own WY form,
+    with chunks longer than 64 solved by blocks). Each is switched on only after it reproduces
     the fallback on this model: logits of n random tokens, fp32, TF32 off, eval mode, chunk 64,
     max |difference| / max |logit| at most TOL. Both compute in fp32 and differ only in the
-    order of their sums: a triangular solve against forward substitution over at most 64 rows,
-    matmul reductions against summed broadcasts (a few hundred terms): relative rounding of
+    order of their sums (matmul reductions against summed broadcasts, a few hundred terms):
+    relative rounding of
     ~1e-6 a layer at fp32's 6e-8, amplified through 8 layers and 1024 positions by at most a few
     times; 1e-4 leaves room for that and none for a wrong formula, whose error is O(1).
     Evaluations never use them: disable() puts transformers' functions back before the
@@ -633,6 +634,9 @@ class FastScans:
         return {"on": ok, "max_rel_vs_fallback": rel}
 
     def _check_gdn(self, model, x):
+        if GdnChunk.l2norm is None:
+            log("fast GDN scan: transformers' module has no l2norm to hand it: off")
+            return {"on": False, "bound": False}
         size = GdnChunk.size
         GdnChunk.size, GdnChunk.fast = 64, False
         try:

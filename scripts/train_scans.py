@@ -3,16 +3,17 @@ causal_conv1d on the GPU machine), the same arithmetic in fewer, larger operatio
 scripts/train_fixture_models.py (--fast-scans, the default), never used by an evaluation: every
 evaluation number comes from a fresh from_pretrained model on transformers' own code.
 
-Why: the fallbacks are bound by launches and memory traffic, not by arithmetic. transformers'
-chunked GDN rule inverts each chunk's unit lower-triangular matrix with a Python loop over the
-chunk's rows (255 steps at chunk 256, each a few small kernels, forward and backward); its
-Mamba-2 SSD form contracts by broadcasting and summing, which materialises tensors of
-batch x length x chunk x heads x d_state elements (4.3 GB a layer at 4 x 16384 tokens) where a
-matrix product needs none. Here the triangular systems go to one batched triangular solve and the
-contractions to matrix products (einsum); the sequential pass over chunks keeps only what must be
-sequential. Both are checked before training against transformers' own functions on the same
-inputs (scripts/train_fixture_models.py, FastScans) and against the token-by-token recurrences
-in fp64 (tests/train/test_train_scans.py).
+Why: transformers' Mamba-2 fallback (modeling_nemotron_h.mamba2_chunk_scan) contracts by
+broadcasting and summing, which materialises tensors of batch x length x chunk x heads x d_state
+elements (4.3 GB a layer at 4 x 16384 tokens) where a matrix product needs none: here the
+contractions are matrix products (einsum), and training runs 8.5x faster (session 10,
+docs/trained-models.md). The GDN form is the fallback's own arithmetic (transformers 5.17 also
+solves each chunk's unit lower-triangular system with torch.linalg.solve_triangular; its check on
+the model gave a difference of 0.0); it differs in solving chunks longer than 64 by blocks of 64
+rows (unit_lower_solve), so that long chunks need no large triangular solves. Both take the
+arguments of transformers' functions (torch_chunk_gated_delta_rule, mamba2_chunk_scan) and are
+checked before training against them on the model (scripts/train_fixture_models.py, FastScans)
+and against the token-by-token recurrences in fp64 (tests/train/test_train_scans.py).
 
 Shapes follow transformers' calls: b batch, L length, h heads, dk / dv GDN key / value widths,
 p Mamba-2 head width, g B/C groups, n d_state, Q chunk length, c chunk index.
