@@ -510,7 +510,7 @@ class GdnChunk:
         with torch.no_grad():
             exact = cached_logits(model, x)
             err = {}
-            # the fast form's cost does not grow with the chunk as the fallback's row loop does
+            # 512 only with the fast form, which solves long chunks by blocks; fastest() times them
             for c in sorted({GDN_CHUNK, 128, 64} | ({512} if cls.fast else set())):
                 cls.size, c0 = c, cls.calls
                 got = model(input_ids=x, use_cache=False).logits.float()[0]
