@@ -40,8 +40,8 @@ def training(ev, corpus_mb):
         f"sampled: {src} |",
         "| held out | Moby-Dick (`scripts/fetch_data.sh`), never trained on |",
         f"| training | {ev['steps']} steps of {ev['batch']} x {ev['seq']} bytes "
-        f"({ev['tokens'] / 1e6:.1f}M tokens), {ev['train_seconds']:.0f} s on one {ev['device']} "
-        f"(shared with the other model), AdamW lr {ev['lr']:g} cosine to {ev['lr'] / 10:g}, bf16 "
+        f"({ev['tokens'] / 1e6:.1f}M tokens), {ev['train_seconds']:.0f} s on one {ev['device']}, "
+        f"AdamW lr {ev['lr']:g} cosine to {ev['lr'] / 10:g}, bf16 "
         f"autocast, seed {ev['seed']} |",
         f"| final training loss | {ev['final_train_bpb']:.2f} bits per byte (mean of the last "
         "logged steps) |"] + continued(ev))

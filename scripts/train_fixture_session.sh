@@ -7,6 +7,8 @@
 #   TRAIN_SECONDS  training budget of each model (default: 470, so that the call fits 10 min)
 #   INIT_FROM      continue the models in INIT_FROM/NAME (e.g. data/models) instead of random
 #                  weights (--init-from; pass TRAIN_ARGS="--warmup 20" for a short warm-up)
+#   GDN_INIT_FROM  per model, in place of INIT_FROM (set and empty: random weights), so that one
+#   M2_INIT_FROM   call can continue one model and train the other afresh
 #   TRAIN_ARGS     more options for scripts/train_fixture_models.py (e.g. "--warmup 20
 #                  --long-beta 256": learned GDN heads that remember past 256 tokens write weakly;
 #                  "--cap-memory 100 --slow-range 1024:8192": docs/next-session.md; per model:
@@ -35,12 +37,15 @@ done
 run_both() {
   local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 m
   for m in "${MODELS[@]}"; do
-    local own=${M2_ARGS:-}
-    [ "$m" = qwen35-gdn-tiny ] && own=${GDN_ARGS:-}
+    local own=${M2_ARGS:-} init=${M2_INIT_FROM-${INIT_FROM:-}}
+    if [ "$m" = qwen35-gdn-tiny ]; then
+      own=${GDN_ARGS:-}
+      init=${GDN_INIT_FROM-${INIT_FROM:-}}
+    fi
     # shellcheck disable=SC2086 # TRAIN_ARGS and own are lists of options
     python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
       --out "$out" --work "$work" ${TRAIN_ARGS:-} $own \
-      $( [ -n "${INIT_FROM:-}" ] && echo --init-from "$INIT_FROM/$m" ) \
+      $( [ -n "$init" ] && echo --init-from "$init/$m" ) \
       >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
     pids+=($!)
   done
