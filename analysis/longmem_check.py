@@ -83,12 +83,12 @@ def report(r):
     return "\n".join([
         f"{r['file']} ({r['model']}, {r['sequences']} x {r['steps']})",
         f"  shared {r['shared']['spec']}: {e[0]}..{e[1]} {r['shared']['early']:.4g}, "
-        f"{l_[0]}..{l_[1]} {r['shared']['late']:.4g}, growth {r['shared_growth']:.3g} "
+        f"{l_[0]}..{l_[1]} {r['shared']['late']:.4g}, growth {r['shared_growth']:.4g} "
         f"(bar >= {BARS['shared_growth']:g}: {ok('shared_growth')})",
         f"  split  {r['split']['spec']}: {e[0]}..{e[1]} {r['split']['early']:.4g}, "
-        f"{l_[0]}..{l_[1]} {r['split']['late']:.4g}, growth {r['split_growth']:.3g} "
+        f"{l_[0]}..{l_[1]} {r['split']['late']:.4g}, growth {r['split_growth']:.4g} "
         f"(bar <= {BARS['split_growth']:g}: {ok('split_growth')})",
-        f"  shared / split in {l_[0]}..{l_[1]}: {r['ratio']:.3g} (bar >= {BARS['ratio']:g}: "
+        f"  shared / split in {l_[0]}..{l_[1]}: {r['ratio']:.4g} (bar >= {BARS['ratio']:g}: "
         f"{ok('ratio')})",
         f"  control: max {r['control_max']:.3g}, mean {r['control_mean']:.3g} nats (bar: max <= "
         f"{BARS['control_max']:g}: {ok('control_max')})"])

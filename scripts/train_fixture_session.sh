@@ -17,14 +17,32 @@
 #                  --slow-range 1024:8192")
 #   M2_ARGS        options for nemotronh-m2-tiny only, after TRAIN_ARGS
 #   ONLY           one model to train instead of both (qwen35-gdn-tiny or nemotronh-m2-tiny)
+#   VARIANTS       with ONLY: several designs of that one model trained at once, as
+#                  "TAG=OPTIONS;TAG=OPTIONS" (options after the model's own; TAG of letters,
+#                  digits, - and _), each into OUT/TAG/ (a Mamba-2 run leaves most of the GPU
+#                  idle, so two designs cost one call)
+#   DRIFT_CHECK    1: after training, issue 15's drift check of every trained checkpoint on the
+#                  GPU (1 x 8192 steps of Moby-Dick, the three configurations of
+#                  analysis/longmem_check.py), so that a call says which design to keep; needs
+#                  data/moby-dick.tok.zst and a CUDA replayssm: DRIFT_BIN (default
+#                  .devrun/bin/replayssm, unpacked from .devrun.txz when missing), its libraries
+#                  in DRIFT_LIBS (default .devrun/lib:/usr/local/cuda/lib64; set for replayssm
+#                  alone, not for the training's python)
+#   DRIFT_TOKENS   the check's token stream (default data/moby-dick.tok.zst)
 #   SKIP_SMOKE     1: no smoke run (a continuation of a call whose smoke run passed)
-# Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar.
+#   WORK_ROOT      where the logs and scratch folders go (default /tmp; the test uses its own)
+# Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar; with VARIANTS the same
+# three files in each OUT/TAG/ (its train-logs.tar holds its own logs as full-NAME.log, so that
+# scripts/install_trained_models.sh OUT/TAG DEST installs it). With DRIFT_CHECK each log archive
+# also holds drift-*.txt, and the call's output ends with the check's verdicts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./train-out}
 TRAIN_SECONDS=${TRAIN_SECONDS:-470}
+W=${WORK_ROOT:-/tmp}
+LOGS=$W/rssm-logs
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-mkdir -p "$OUT" /tmp/rssm-logs
+mkdir -p "$OUT" "$LOGS"
 # ONLY=NAME trains one of the two (e.g. a GDN-only change of the design: --cap-memory)
 read -r -a MODELS <<< "${ONLY:-qwen35-gdn-tiny nemotronh-m2-tiny}"
 for m in "${MODELS[@]}"; do
@@ -33,28 +51,110 @@ for m in "${MODELS[@]}"; do
   esac
 done
 
-# run_both SECONDS OUTDIR WORKDIR TAG: trains both models concurrently; fails if either did.
-run_both() {
-  local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 m
+# The jobs, trained concurrently: one per model, or with VARIANTS one per design of the one model.
+#   JOB_MODEL[j] the model, JOB_ARGS[j] the variant's options, JOB_SUB[j] its folder under OUT
+#   ("" without VARIANTS), JOB_NAME[j] the name in log files (NAME or NAME-TAG)
+JOB_MODEL=() JOB_ARGS=() JOB_SUB=() JOB_NAME=()
+if [ -n "${VARIANTS:-}" ]; then
+  if [ ${#MODELS[@]} -ne 1 ]; then
+    echo "train_session: VARIANTS='$VARIANTS': expected ONLY=one model beside it"; exit 2
+  fi
+  IFS=';' read -r -a entries <<< "$VARIANTS"
+  for v in "${entries[@]}"; do
+    tag=${v%%=*}
+    if [[ $v != *=* || ! $tag =~ ^[A-Za-z0-9_-]+$ ]]; then
+      echo "train_session: VARIANTS entry '$v': expected TAG=OPTIONS (TAG of letters, digits, - and _)"
+      exit 2
+    fi
+    for t in "${JOB_SUB[@]}"; do
+      [ "$t" != "$tag" ] || { echo "train_session: VARIANTS: tag '$tag' given twice"; exit 2; }
+    done
+    JOB_MODEL+=("${MODELS[0]}") JOB_ARGS+=("${v#*=}") JOB_SUB+=("$tag")
+    JOB_NAME+=("${MODELS[0]}-$tag")
+  done
+else
   for m in "${MODELS[@]}"; do
+    JOB_MODEL+=("$m") JOB_ARGS+=("") JOB_SUB+=("") JOB_NAME+=("$m")
+  done
+fi
+
+# run_jobs SECONDS OUTDIR WORKDIR TAG: trains every job concurrently; fails if any did.
+run_jobs() {
+  local secs=$1 out=$2 work=$3 tag=$4 pids=() rc=0 j
+  for j in "${!JOB_MODEL[@]}"; do
+    local m=${JOB_MODEL[$j]} sub=${JOB_SUB[$j]:+/${JOB_SUB[$j]}}
     local own=${M2_ARGS:-} init=${M2_INIT_FROM-${INIT_FROM:-}}
     if [ "$m" = qwen35-gdn-tiny ]; then
       own=${GDN_ARGS:-}
       init=${GDN_INIT_FROM-${INIT_FROM:-}}
     fi
-    # shellcheck disable=SC2086 # TRAIN_ARGS and own are lists of options
+    mkdir -p "$out$sub"
+    # shellcheck disable=SC2086 # TRAIN_ARGS, own and the variant's are lists of options
     python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
-      --out "$out" --work "$work" ${TRAIN_ARGS:-} $own \
+      --out "$out$sub" --work "$work$sub" ${TRAIN_ARGS:-} $own ${JOB_ARGS[$j]} \
       $( [ -n "$init" ] && echo --init-from "$init/$m" ) \
-      >"/tmp/rssm-logs/$tag-$m.log" 2>&1 &
+      >"$LOGS/$tag-${JOB_NAME[$j]}.log" 2>&1 &
     pids+=($!)
   done
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || { echo "train_session: $tag ${MODELS[$i]} failed"; rc=1; }
-    grep -q '\] result: ' "/tmp/rssm-logs/$tag-${MODELS[$i]}.log" || rc=1
-    tail -n 25 "/tmp/rssm-logs/$tag-${MODELS[$i]}.log" | cut -c1-300
+  for j in "${!pids[@]}"; do
+    wait "${pids[$j]}" || { echo "train_session: $tag ${JOB_NAME[$j]} failed"; rc=1; }
+    grep -q '\] result: ' "$LOGS/$tag-${JOB_NAME[$j]}.log" || rc=1
+    tail -n 25 "$LOGS/$tag-${JOB_NAME[$j]}.log" | cut -c1-300
   done
   return $rc
+}
+
+# drift_check: every trained checkpoint under OUT installed into a scratch folder and run on the
+# GPU through issue 15's CPU check (the same steps, configurations and bars; the GPU engine
+# agrees with the CPU one bit for bit for these configurations), all at once; verdicts into
+# LOGS/drift-NAME.txt and onto the output.
+drift_check() {
+  local bin=${DRIFT_BIN:-.devrun/bin/replayssm} libs=${DRIFT_LIBS:-$PWD/.devrun/lib:/usr/local/cuda/lib64}
+  local tokens=${DRIFT_TOKENS:-data/moby-dick.tok.zst} j pids=()
+  if [ ! -x "$bin" ] && [ -f .devrun.txz ]; then tar -xJf .devrun.txz; fi
+  if [ ! -x "$bin" ] || [ ! -s "$tokens" ]; then
+    echo "train_session: DRIFT_CHECK=1: $bin or $tokens missing (carry .devrun.txz and the token stream); no drift check"
+    return 1
+  fi
+  for j in "${!JOB_MODEL[@]}"; do
+    local m=${JOB_MODEL[$j]} o=$OUT${JOB_SUB[$j]:+/${JOB_SUB[$j]}} d=$W/rssm-drift/${JOB_NAME[$j]}
+    [ -s "$o/$m.safetensors" ] || continue
+    mkdir -p "$d"
+    ( bash scripts/install_trained_models.sh "$o" "$d" >/dev/null &&
+      LD_LIBRARY_PATH=$libs "$bin" run --model "$d/$m" --tokens "$tokens" \
+        --config 'replay L=16 ckpt=fp32' --config 'replay L=16 ckpt=nvfp4/sr' \
+        --config 'replay L=16 hp=fp32 lp=nvfp4' --steps 8192 --sequences 1 --seed 1 \
+        --device cuda --quiet --force --out "$d.h5" &&
+      python3 analysis/longmem_check.py "$d.h5" ) >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for j in "${!JOB_MODEL[@]}"; do
+    [ -f "$LOGS/drift-${JOB_NAME[$j]}.txt" ] || continue
+    echo "train_session: drift check of ${JOB_NAME[$j]}:"
+    tail -n 7 "$LOGS/drift-${JOB_NAME[$j]}.txt"
+  done
+  return 0   # a missed bar is a finding, not a failure of the call
+}
+
+# pack_logs: LOGS into OUT/train-logs.tar, or with VARIANTS each variant's own logs, renamed to
+# the model's name, into OUT/TAG/train-logs.tar
+pack_logs() {
+  local j
+  if [ -z "${VARIANTS:-}" ]; then
+    tar -cf "$OUT/train-logs.tar" -C "$LOGS" .
+    return
+  fi
+  for j in "${!JOB_MODEL[@]}"; do
+    local m=${JOB_MODEL[$j]} n=${JOB_NAME[$j]} p=$W/rssm-pack/${JOB_SUB[$j]} f
+    rm -rf "$p" && mkdir -p "$p" "$OUT/${JOB_SUB[$j]}"
+    for f in smoke full; do
+      [ -f "$LOGS/$f-$n.log" ] && cp "$LOGS/$f-$n.log" "$p/$f-$m.log"
+    done
+    [ -f "$LOGS/drift-$n.txt" ] && cp "$LOGS/drift-$n.txt" "$p/drift-$m.txt"
+    tar -cf "$OUT/${JOB_SUB[$j]}/train-logs.tar" -C "$p" .
+  done
+  return 0
 }
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -68,24 +168,25 @@ for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py \
 done
 if [ "${SKIP_SMOKE:-0}" = 1 ]; then
   echo "train_session: SKIP_SMOKE=1: no smoke run"
-elif ! run_both 12 /tmp/rssm-smoke /tmp/rssm-smoke-work smoke; then
-  tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
+elif ! run_jobs 12 "$W/rssm-smoke" "$W/rssm-smoke-work" smoke; then
+  pack_logs
   echo "train_session: smoke run failed; no real run"
   exit 1
 fi
 # the fast scans are what make the budget go far: a real run without them is not worth the call
 if [ "${SKIP_SMOKE:-0}" != 1 ] && [[ " ${TRAIN_ARGS:-} " != *" --no-fast-scans "* ]]; then
-  for m in "${MODELS[@]}"; do
-    if ! grep -q "scan against transformers'.*-> on" "/tmp/rssm-logs/smoke-$m.log"; then
-      tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
-      echo "train_session: $m: the fast scan did not switch on in the smoke run; no real run"
+  for n in "${JOB_NAME[@]}"; do
+    if ! grep -q "scan against transformers'.*-> on" "$LOGS/smoke-$n.log"; then
+      pack_logs
+      echo "train_session: $n: the fast scan did not switch on in the smoke run; no real run"
       exit 1
     fi
   done
 fi
 echo "train_session: smoke runs passed; training ${TRAIN_SECONDS} s each"
-run_both "$TRAIN_SECONDS" "$OUT" /tmp/rssm-train full
+run_jobs "$TRAIN_SECONDS" "$OUT" "$W/rssm-train" full
 rc=$?
-tar -cf "$OUT/train-logs.tar" -C /tmp/rssm-logs .
-ls -la "$OUT"
+if [ "${DRIFT_CHECK:-0}" = 1 ]; then drift_check || rc=1; fi
+pack_logs
+ls -laR "$OUT"
 exit $rc

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# scripts/train_fixture_session.sh with stand-ins for python3, nvidia-smi and a CUDA replayssm
+# (no GPU, no torch): which options reach each training job (per-model arguments and INIT_FROM,
+# VARIANTS' own options and folders), that each variant's outputs install with its own log, that
+# DRIFT_CHECK runs the check on every trained checkpoint and packs its verdict, and that bad
+# VARIANTS are refused with one line and exit 2 before anything trains.
+set -euo pipefail
+ROOT=$1
+S=$ROOT/scripts/train_fixture_session.sh
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "test_train_session: $*"; exit 1; }
+
+mkdir -p "$T/bin"
+# python3: the pre-training checks pass; a training job records its options and writes what
+# train_fixture_models.py writes; the drift check's analysis prints a verdict
+cat >"$T/bin/python3" <<'EOF'
+#!/usr/bin/env bash
+case $1 in
+  tests/train/*) exit 0 ;;
+  analysis/longmem_check.py) echo "longmem_check: verdict on $2"; exit 1 ;;  # a missed bar
+  scripts/train_fixture_models.py) ;;
+  *) echo "fake python3: unexpected $*" >&2; exit 3 ;;
+esac
+shift
+model= out=
+args=("$@")
+while [ $# -gt 0 ]; do
+  case $1 in --model) model=$2; shift ;; --out) out=$2; shift ;; esac
+  shift
+done
+echo "$model ${args[*]}" >>"$FAKE_CALLS"
+mkdir -p "$out/r"
+for f in config.json eval.json loss.csv tokens.npy ref_logits.npy; do echo "$f of $out" >"$out/r/$f"; done
+(cd "$out/r" && tar -cf "../$model-rest.tar" config.json eval.json loss.csv tokens.npy ref_logits.npy)
+rm -rf "$out/r"
+echo "weights $out" >"$out/$model.safetensors"
+echo "[ 0.1s] Mamba-2 scan against transformers' function: 1e-7 -> on"
+echo "[ 0.2s] trained in $out"
+echo "[ 0.3s] result: {}"
+EOF
+printf '#!/bin/sh\necho "fake H200, 1 MiB"\n' >"$T/bin/nvidia-smi"
+# replayssm: records its options, writes the --out file
+cat >"$T/replayssm" <<'EOF'
+#!/usr/bin/env bash
+echo "$*" >>"$FAKE_RUNS"
+while [ $# -gt 0 ]; do [ "$1" = --out ] && echo h5 >"$2"; shift; done
+EOF
+chmod +x "$T/bin/python3" "$T/bin/nvidia-smi" "$T/replayssm"
+echo tokens >"$T/tokens.zst"
+
+session() { # NAME ENV...: runs the script with the stand-ins; output in T/NAME.out, status in rc
+  local name=$1; shift
+  rc=0
+  env PATH="$T/bin:$PATH" FAKE_CALLS="$T/$name.calls" FAKE_RUNS="$T/$name.runs" \
+    WORK_ROOT="$T/$name.work" OUT="$T/$name" TRAIN_SECONDS=5 DRIFT_BIN="$T/replayssm" \
+    DRIFT_LIBS=/nonexistent DRIFT_TOKENS="$T/tokens.zst" "$@" bash "$S" >"$T/$name.out" 2>&1 || rc=$?
+}
+
+# two designs of one model, with the drift check
+session var ONLY=nemotronh-m2-tiny M2_ARGS="--cap-memory 16" DRIFT_CHECK=1 \
+  VARIANTS="a=--slow-range 2048:8192;b=--slow-range 4096:16384 --warmup 20"
+[ "$rc" = 0 ] || fail "variants: exit $rc: $(tail -n 5 "$T/var.out")"
+[ "$(grep -c " --train-seconds 12 " "$T/var.calls")" = 2 ] || fail "variants: not one smoke run each"
+grep -q -- "--out $T/var/a .*--cap-memory 16 --slow-range 2048:8192\$" "$T/var.calls" ||
+  fail "variant a's options or folder: $(cat "$T/var.calls")"
+grep -q -- "--out $T/var/b .*--cap-memory 16 --slow-range 4096:16384 --warmup 20\$" "$T/var.calls" ||
+  fail "variant b's options or folder: $(cat "$T/var.calls")"
+for v in a b; do
+  [ -s "$T/var/$v/nemotronh-m2-tiny.safetensors" ] || fail "variant $v: no checkpoint"
+  members=$(tar -tf "$T/var/$v/train-logs.tar" | sort | tr '\n' ' ')
+  [ "$members" = "./ ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
+    fail "variant $v's logs: $members"
+  tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.txt | grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" ||
+    fail "variant $v: the drift verdict is not its own"
+  grep -q "drift check of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no verdict in the output"
+  mkdir -p "$T/dest-$v"
+  bash "$ROOT/scripts/install_trained_models.sh" "$T/var/$v" "$T/dest-$v" >/dev/null
+  grep -q "trained in $T/var/$v\$" "$T/dest-$v/nemotronh-m2-tiny/train.log" ||
+    fail "variant $v: installed with another run's log"
+done
+[ ! -e "$T/var/train-logs.tar" ] || fail "variants: a shared log archive beside the variants' own"
+[ "$(grep -c -- "--device cuda" "$T/var.runs")" = 2 ] || fail "drift check: not one GPU run per variant"
+grep -q -- "--model $T/var.work/rssm-drift/nemotronh-m2-tiny-a/nemotronh-m2-tiny --tokens $T/tokens.zst .*--steps 8192 --sequences 1" "$T/var.runs" ||
+  fail "drift check: the run's options: $(cat "$T/var.runs")"
+
+# both models: per-model options and INIT_FROM, one log archive, no drift check unless asked
+session both INIT_FROM=/prev M2_INIT_FROM= GDN_ARGS="--cap-memory 100" M2_ARGS="--cap-memory 16"
+[ "$rc" = 0 ] || fail "both: exit $rc: $(tail -n 5 "$T/both.out")"
+grep -q -- "^qwen35-gdn-tiny .*--train-seconds 5 .*--cap-memory 100 --init-from /prev/qwen35-gdn-tiny\$" "$T/both.calls" ||
+  fail "both: the GDN job's options: $(cat "$T/both.calls")"
+grep -q -- "^nemotronh-m2-tiny .*--train-seconds 5 .*--cap-memory 16\$" "$T/both.calls" ||
+  fail "both: the Mamba-2 job (M2_INIT_FROM set and empty: from scratch): $(cat "$T/both.calls")"
+for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
+  [ -s "$T/both/$m.safetensors" ] || fail "both: no $m checkpoint"
+  tar -tf "$T/both/train-logs.tar" | grep -qx "./full-$m.log" || fail "both: no full-$m.log"
+done
+[ ! -e "$T/both.runs" ] || fail "both: a drift check ran without DRIFT_CHECK=1"
+
+# refusals: one line, exit 2, nothing trained
+check_refused() { # WHAT EXPECTED-TEXT ENV...
+  local what=$1 text=$2; shift 2
+  session bad "$@"
+  [ "$rc" = 2 ] || fail "$what: exit $rc, expected 2"
+  [ "$(wc -l <"$T/bad.out")" = 1 ] || fail "$what: not one line: $(cat "$T/bad.out")"
+  grep -q -- "$text" "$T/bad.out" || fail "$what: '$(cat "$T/bad.out")' does not say '$text'"
+  [ ! -e "$T/bad.calls" ] || fail "$what: something trained"
+}
+check_refused "variants of two models" "expected ONLY=one model" VARIANTS="a=--warmup 20"
+check_refused "a tag with a space" "expected TAG=OPTIONS" ONLY=nemotronh-m2-tiny VARIANTS="a b=--warmup 20"
+check_refused "no options" "expected TAG=OPTIONS" ONLY=nemotronh-m2-tiny VARIANTS="a"
+check_refused "a tag twice" "tag 'a' given twice" ONLY=nemotronh-m2-tiny VARIANTS="a=--warmup 20;a=--warmup 30"
+check_refused "an unknown model" "ONLY='m3'" ONLY=m3
+echo "test_train_session: passed"
