@@ -30,10 +30,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 echo "$model ${args[*]}" >>"$FAKE_CALLS"
-mkdir -p "$out/r"
-for f in config.json eval.json loss.csv tokens.npy ref_logits.npy; do echo "$f of $out" >"$out/r/$f"; done
-(cd "$out/r" && tar -cf "../$model-rest.tar" config.json eval.json loss.csv tokens.npy ref_logits.npy)
-rm -rf "$out/r"
+mkdir -p "$out"
+r=$(mktemp -d "$out/.rest-$model.XXXXXX")   # the two models of one call share $out
+for f in config.json eval.json loss.csv tokens.npy ref_logits.npy; do echo "$f of $out" >"$r/$f"; done
+(cd "$r" && tar -cf "$out/$model-rest.tar" config.json eval.json loss.csv tokens.npy ref_logits.npy)
+rm -rf "$r"
 echo "weights $out" >"$out/$model.safetensors"
 echo "[ 0.1s] Mamba-2 scan against transformers' function: 1e-7 -> on"
 echo "[ 0.2s] trained in $out"
@@ -71,7 +72,9 @@ for v in a b; do
   members=$(tar -tf "$T/var/$v/train-logs.tar" | sort | tr '\n' ' ')
   [ "$members" = "./ ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
     fail "variant $v's logs: $members"
-  tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.txt | grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" ||
+  # (listings are read whole before grep: grep -q closing the pipe early would fail tar under pipefail)
+  verdict=$(tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.txt)
+  grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" <<<"$verdict" ||
     fail "variant $v: the drift verdict is not its own"
   grep -q "drift check of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no verdict in the output"
   mkdir -p "$T/dest-$v"
@@ -93,7 +96,8 @@ grep -q -- "^nemotronh-m2-tiny .*--train-seconds 5 .*--cap-memory 16\$" "$T/both
   fail "both: the Mamba-2 job (M2_INIT_FROM set and empty: from scratch): $(cat "$T/both.calls")"
 for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
   [ -s "$T/both/$m.safetensors" ] || fail "both: no $m checkpoint"
-  tar -tf "$T/both/train-logs.tar" | grep -qx "./full-$m.log" || fail "both: no full-$m.log"
+  members=$(tar -tf "$T/both/train-logs.tar")
+  grep -qx "./full-$m.log" <<<"$members" || fail "both: no full-$m.log"
 done
 [ ! -e "$T/both.runs" ] || fail "both: a drift check ran without DRIFT_CHECK=1"
 
