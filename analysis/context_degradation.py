@@ -3,14 +3,16 @@
 no-degradation check; docs/trained-models.md, "Past the training window").
 
     context_degradation.py --model DIR [--model DIR ...] [--text data/moby-dick.txt]
-                           [--bin build/replayssm] [--threads 2] [--json OUT.json]
+                           [--bin build/replayssm] [--threads 2] [--device cpu|cuda]
+                           [--json OUT.json]
 
 The issue's check compares, over 2 windows of 16385 bytes of Moby-Dick (placed as
 `replayssm run` places them: the book's first and last 16385 bytes), the mean bits per byte of
 the predictions at positions 8192..16383 with that at 1024..8191. The two ranges hold different
 text, so the difference mixes two things: how much harder the second half's text is, and what
 a context longer than 8192 bytes does to the model. This script separates them with the
-harness itself (`replayssm logits`, fp32, CPU): every prediction at 8192..16383 is made twice,
+harness itself (`replayssm logits`, fp32, on the CPU or with --device cuda on the GPU: 75
+minutes for two models on two loaded cores, under a minute on an H200): every prediction at 8192..16383 is made twice,
 once with the whole window before it (the check's number) and once from a restart, so that its
 context is 1024..8191 bytes long like the first range's: the inputs from window position 7168 on
 for predictions 8192..15359, from 14336 on for 15360..16383. Then
@@ -50,13 +52,13 @@ def window_starts(m, k=2, n=LONG + 1):
     return [j * (m - n) // (k - 1) for j in range(k)]
 
 
-def nll_bits(binary, model, tokens, threads, tmp):
+def nll_bits(binary, model, tokens, threads, device, tmp):
     """Bits of every prediction of `replayssm logits` over tokens [n]: [n - 1]."""
     tok_path = os.path.join(tmp, "tok.npy")
     out_path = os.path.join(tmp, "logits.npy")
     np.save(tok_path, tokens.astype(np.int32))
     cmd = [binary, "logits", "--model", model, "--tokens", tok_path, "--threads", str(threads),
-           "--out", out_path]
+           "--out", out_path, "--device", device]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
@@ -68,7 +70,7 @@ def nll_bits(binary, model, tokens, threads, tmp):
     return (lse - logits[np.arange(len(target)), target]) / math.log(2)
 
 
-def one_model(binary, model, text, threads):
+def one_model(binary, model, text, threads, device):
     data = np.frombuffer(text, dtype=np.uint8).astype(np.int64)
     full = np.zeros((2, LONG))
     restart = np.full((2, LONG), np.nan)
@@ -76,9 +78,9 @@ def one_model(binary, model, text, threads):
     with tempfile.TemporaryDirectory() as tmp:
         for w, s in enumerate(starts):
             win = data[s:s + LONG + 1]
-            full[w] = nll_bits(binary, model, win, threads, tmp)
+            full[w] = nll_bits(binary, model, win, threads, device, tmp)
             for off, lo, hi in RESTARTS:
-                part = nll_bits(binary, model, win[off:hi + 1], threads, tmp)   # [hi - off]
+                part = nll_bits(binary, model, win[off:hi + 1], threads, device, tmp)   # [hi - off]
                 restart[w, lo:hi] = part[lo - off:]
             print(f"  {os.path.basename(model.rstrip('/'))}: window {w} (start {s}) done",
                   file=sys.stderr, flush=True)
@@ -110,6 +112,7 @@ def main():
     ap.add_argument("--text", default="data/moby-dick.txt")
     ap.add_argument("--bin", default="build/replayssm")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--json")
     a = ap.parse_args()
     if not os.access(a.bin, os.X_OK):
@@ -120,7 +123,7 @@ def main():
         die(f"{a.text}: {e.strerror}")
     if len(text) < 2 * (LONG + 1):
         die(f"{a.text}: {len(text)} bytes, expected at least {2 * (LONG + 1)}")
-    out = [one_model(a.bin, m, text, a.threads) for m in a.model]
+    out = [one_model(a.bin, m, text, a.threads, a.device) for m in a.model]
     print("| model | 1024..8191 | 8192..16383 | 8192..16383 restarted | check | context | text |")
     print("|---|---|---|---|---|---|---|")
     for r in out:

@@ -29,6 +29,11 @@
 #                  in DRIFT_LIBS (default .devrun/lib:/usr/local/cuda/lib64; set for replayssm
 #                  alone, not for the training's python)
 #   DRIFT_TOKENS   the check's token stream (default data/moby-dick.tok.zst)
+#   CONTEXT_CHECK  1 (with DRIFT_CHECK=1): also analysis/context_degradation.py on the GPU for
+#                  every trained checkpoint (the past-the-window check split into its context
+#                  and text terms; under a minute, 75 on the CPU), so that a call says whether a
+#                  design degrades with context; needs data/moby-dick.txt; stopped after
+#                  CONTEXT_TIMEOUT seconds (default 150)
 #   SKIP_SMOKE     1: no smoke run (a continuation of a call whose smoke run passed)
 #   WORK_ROOT      where the logs and scratch folders go (default /tmp; the test uses its own)
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar; with VARIANTS the same
@@ -120,12 +125,20 @@ drift_check() {
     local m=${JOB_MODEL[$j]} o=$OUT${JOB_SUB[$j]:+/${JOB_SUB[$j]}} d=$W/rssm-drift/${JOB_NAME[$j]}
     [ -s "$o/$m.safetensors" ] || continue
     mkdir -p "$d"
-    ( bash scripts/install_trained_models.sh "$o" "$d" >/dev/null &&
-      LD_LIBRARY_PATH=$libs "$bin" run --model "$d/$m" --tokens "$tokens" \
-        --config 'replay L=16 ckpt=fp32' --config 'replay L=16 ckpt=nvfp4/sr' \
-        --config 'replay L=16 hp=fp32 lp=nvfp4' --steps 8192 --sequences 1 --seed 1 \
-        --device cuda --quiet --force --out "$d.h5" &&
-      python3 analysis/longmem_check.py "$d.h5" ) >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1 &
+    # replayssm needs the bundle's libraries, python must not get them: a wrapper sets them
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$libs" "$(realpath "$bin")" >"$d.bin"
+    chmod +x "$d.bin"
+    ( ( bash scripts/install_trained_models.sh "$o" "$d" >/dev/null &&
+        "$d.bin" run --model "$d/$m" --tokens "$tokens" \
+          --config 'replay L=16 ckpt=fp32' --config 'replay L=16 ckpt=nvfp4/sr' \
+          --config 'replay L=16 hp=fp32 lp=nvfp4' --steps 8192 --sequences 1 --seed 1 \
+          --device cuda --quiet --force --out "$d.h5" &&
+        python3 analysis/longmem_check.py "$d.h5" ) >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1
+      if [ "${CONTEXT_CHECK:-0}" = 1 ] && [ -s "$d/$m/config.json" ]; then
+        # bounded, so that a slow check cannot take the call's other results with it
+        timeout "${CONTEXT_TIMEOUT:-150}" python3 analysis/context_degradation.py --model "$d/$m" --bin "$d.bin" --device cuda \
+          --json "$d-context.json" >"$LOGS/context-${JOB_NAME[$j]}.txt" 2>&1
+      fi ) &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -133,6 +146,9 @@ drift_check() {
     [ -f "$LOGS/drift-${JOB_NAME[$j]}.txt" ] || continue
     echo "train_session: drift check of ${JOB_NAME[$j]}:"
     tail -n 7 "$LOGS/drift-${JOB_NAME[$j]}.txt"
+    [ -f "$LOGS/context-${JOB_NAME[$j]}.txt" ] || continue
+    echo "train_session: context check of ${JOB_NAME[$j]}:"
+    tail -n 3 "$LOGS/context-${JOB_NAME[$j]}.txt"
   done
   return 0   # a missed bar is a finding, not a failure of the call
 }
@@ -151,7 +167,9 @@ pack_logs() {
     for f in smoke full; do
       [ -f "$LOGS/$f-$n.log" ] && cp "$LOGS/$f-$n.log" "$p/$f-$m.log"
     done
-    [ -f "$LOGS/drift-$n.txt" ] && cp "$LOGS/drift-$n.txt" "$p/drift-$m.txt"
+    for f in drift context; do
+      [ -f "$LOGS/$f-$n.txt" ] && cp "$LOGS/$f-$n.txt" "$p/$f-$m.txt"
+    done
     tar -cf "$OUT/${JOB_SUB[$j]}/train-logs.tar" -C "$p" .
   done
   return 0

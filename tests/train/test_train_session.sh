@@ -2,7 +2,8 @@
 # scripts/train_fixture_session.sh with stand-ins for python3, nvidia-smi and a CUDA replayssm
 # (no GPU, no torch): which options reach each training job (per-model arguments and INIT_FROM,
 # VARIANTS' own options and folders), that each variant's outputs install with its own log, that
-# DRIFT_CHECK runs the check on every trained checkpoint and packs its verdict, and that bad
+# DRIFT_CHECK runs the check on every trained checkpoint and packs its verdict (CONTEXT_CHECK
+# the context check too), and that bad
 # VARIANTS are refused with one line and exit 2 before anything trains.
 set -euo pipefail
 ROOT=$1
@@ -19,6 +20,7 @@ cat >"$T/bin/python3" <<'EOF'
 case $1 in
   tests/train/*) exit 0 ;;
   analysis/longmem_check.py) echo "longmem_check: verdict on $2"; exit 1 ;;  # a missed bar
+  analysis/context_degradation.py) echo "| context table: $*"; "$5" logits --fake; exit 0 ;;
   scripts/train_fixture_models.py) ;;
   *) echo "fake python3: unexpected $*" >&2; exit 3 ;;
 esac
@@ -59,7 +61,7 @@ session() { # NAME ENV...: runs the script with the stand-ins; output in T/NAME.
 }
 
 # two designs of one model, with the drift check
-session var ONLY=nemotronh-m2-tiny M2_ARGS="--cap-memory 16" DRIFT_CHECK=1 \
+session var ONLY=nemotronh-m2-tiny M2_ARGS="--cap-memory 16" DRIFT_CHECK=1 CONTEXT_CHECK=1 \
   VARIANTS="a=--slow-range 2048:8192;b=--slow-range 4096:16384 --warmup 20"
 [ "$rc" = 0 ] || fail "variants: exit $rc: $(tail -n 5 "$T/var.out")"
 [ "$(grep -c " --train-seconds 12 " "$T/var.calls")" = 2 ] || fail "variants: not one smoke run each"
@@ -70,13 +72,19 @@ grep -q -- "--out $T/var/b .*--cap-memory 16 --slow-range 4096:16384 --warmup 20
 for v in a b; do
   [ -s "$T/var/$v/nemotronh-m2-tiny.safetensors" ] || fail "variant $v: no checkpoint"
   members=$(tar -tf "$T/var/$v/train-logs.tar" | sort | tr '\n' ' ')
-  [ "$members" = "./ ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
+  [ "$members" = "./ ./context-nemotronh-m2-tiny.txt ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
     fail "variant $v's logs: $members"
   # (listings are read whole before grep: grep -q closing the pipe early would fail tar under pipefail)
   verdict=$(tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.txt)
   grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" <<<"$verdict" ||
     fail "variant $v: the drift verdict is not its own"
   grep -q "drift check of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no verdict in the output"
+  # the context check: after the drift check, of the variant's own model, on the GPU, through a
+  # wrapper that reaches the CUDA replayssm even though the check runs despite the missed bar
+  context=$(tar -xOf "$T/var/$v/train-logs.tar" ./context-nemotronh-m2-tiny.txt)
+  grep -q -- "--model $T/var.work/rssm-drift/nemotronh-m2-tiny-$v/nemotronh-m2-tiny --bin .* --device cuda" <<<"$context" ||
+    fail "variant $v: the context check's options: $context"
+  grep -q "context check of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no context table in the output"
   mkdir -p "$T/dest-$v"
   bash "$ROOT/scripts/install_trained_models.sh" "$T/var/$v" "$T/dest-$v" >/dev/null
   grep -q "trained in $T/var/$v\$" "$T/dest-$v/nemotronh-m2-tiny/train.log" ||
@@ -84,6 +92,7 @@ for v in a b; do
 done
 [ ! -e "$T/var/train-logs.tar" ] || fail "variants: a shared log archive beside the variants' own"
 [ "$(grep -c -- "--device cuda" "$T/var.runs")" = 2 ] || fail "drift check: not one GPU run per variant"
+[ "$(grep -c -- "^logits --fake" "$T/var.runs")" = 2 ] || fail "context check: its wrapper did not run replayssm"
 grep -q -- "--model $T/var.work/rssm-drift/nemotronh-m2-tiny-a/nemotronh-m2-tiny --tokens $T/tokens.zst .*--steps 8192 --sequences 1" "$T/var.runs" ||
   fail "drift check: the run's options: $(cat "$T/var.runs")"
 
@@ -100,6 +109,8 @@ for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
   grep -qx "./full-$m.log" <<<"$members" || fail "both: no full-$m.log"
 done
 [ ! -e "$T/both.runs" ] || fail "both: a drift check ran without DRIFT_CHECK=1"
+members=$(tar -tf "$T/both/train-logs.tar")
+! grep -q "context-" <<<"$members" || fail "both: a context check ran without CONTEXT_CHECK=1"
 
 # refusals: one line, exit 2, nothing trained
 check_refused() { # WHAT EXPECTED-TEXT ENV...
