@@ -8,8 +8,9 @@ torch on one GPU, and writes everything the repository keeps about them.
 Models (byte vocabulary, 256 ids; the numbers of issue 6):
   qwen35-gdn-tiny    Qwen3_5ForCausalLM, 8 layers, full attention every 4th, GDN Hk = 2, Hv = 4,
                      dk = 128, dv = 64, hidden 256, SwiGLU 768: 7.37M parameters
-  nemotronh-m2-tiny  NemotronHForCausalLM, pattern M-M-M*-M-, Mamba-2 8 heads of 32, 2 groups,
-                     d_state 128, hidden 320, relu2 MLP 1920: 6.99M parameters
+  nemotronh-m2-tiny  NemotronHForCausalLM, pattern M-M-M*-M-, Mamba-2 8 heads of 32, 4 groups
+                     (--m2-groups; 2 until session 12: 6.99M parameters), d_state 128, hidden 320,
+                     relu2 MLP 1920: 7.66M parameters
 
 Data: .corpus/{austen,tdavid,sotu,kjv,mhcc}.txt.gz from scripts/fetch_corpus.sh (UTF-8 bytes are
 the tokens; SOURCES gives the sampling probabilities),
@@ -24,7 +25,8 @@ alpha = exp(-1/m), memories m log-spaced over SLOW_MEMORIES tokens across the mo
 input-dependent decay term (GDN: the head's row of in_proj_a; Mamba-2: the head's dt row of
 in_proj) is zero, and that row, A_log and dt_bias of the head stay fixed during training
 (gradients masked, values restored after every step). Mamba-2's slow heads all sit in the last
-B/C group, so that the gated norm (one RMS per group) scales them together. The checkpoint stays a
+B/C group, so that the gated norm (one RMS per group) scales them together (with --m2-groups 4,
+the default, that group holds them alone). The checkpoint stays a
 standard Hugging Face checkpoint: transformers loads and runs it unchanged.
 
 Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight decay 0.1 on
@@ -83,6 +85,14 @@ LONG_SEQ = 16384        # the no-degradation check: 2 windows of LONG_SEQ + 1 by
 N_REF = 512
 GDN_CHUNK = 256         # chunk of transformers' chunked GDN fallback (its default is 64)
 SLOW_PER_LAYER = 2      # slow heads per SSM layer
+# Mamba-2's B/C groups (--m2-groups), which are also its gated norm's groups: with 4, the two slow
+# heads of a layer are a group of their own, so that the norm scales their output by their own
+# RMS. With 2 (the models of sessions 4-11) they shared a group with two learned heads and their
+# share of it grew with the state from zero over the first thousands of tokens, and with it the
+# split configuration's read error (session 13: split KL growing 135-352x over 8192 steps when
+# the learned heads forget within a token; docs/trained-models.md)
+M2_GROUPS_DEFAULT = 4
+M2_GROUPS = M2_GROUPS_DEFAULT
 SLOW_MEMORIES = (256.0, 8192.0)   # their memories, log-spaced over the model's slow heads
 HELDOUT_K = 4
 SOURCES = [("austen", 0.30), ("tdavid", 0.25), ("sotu", 0.15), ("kjv", 0.15), ("mhcc", 0.15)]
@@ -126,7 +136,7 @@ def build_nemotron():
     pattern = "M-M-M*-M-"
     kw = dict(vocab_size=256, hidden_size=320, hybrid_override_pattern=pattern,
               num_attention_heads=4, num_key_value_heads=2, head_dim=64, intermediate_size=1920,
-              mlp_hidden_act="relu2", mamba_num_heads=8, mamba_head_dim=32, n_groups=2,
+              mlp_hidden_act="relu2", mamba_num_heads=8, mamba_head_dim=32, n_groups=M2_GROUPS,
               ssm_state_size=128, conv_kernel=4, use_conv_bias=True, layer_norm_epsilon=1e-5,
               # transformers' torch fallback floors dt at time_step_min; the CUDA decode
               # kernels (and replayssm) do not: make the floor irrelevant (dt_bias is set by
@@ -1292,6 +1302,19 @@ def write_rest(work, out, name, result, rows):
     os.replace(tar_path + ".tmp", tar_path)
 
 
+def m2_groups_arg(text):
+    """--m2-groups G: G divides the 8 Mamba-2 heads and leaves at least SLOW_PER_LAYER heads in
+    a group (the slow heads share the last one)."""
+    try:
+        g = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected an integer")
+    if g < 1 or 8 % g or 8 // g < SLOW_PER_LAYER:
+        raise argparse.ArgumentTypeError(f"'{text}': expected 1, 2 or 4 (a divisor of the 8 heads "
+                                         f"leaving at least {SLOW_PER_LAYER} heads a group)")
+    return g
+
+
 def slow_range_arg(text):
     """--slow-range LO:HI -> (LO, HI): 1 < LO <= HI <= SEQ / 2 (a memory longer than half the
     training window is never seen whole twice in one window)."""
@@ -1327,6 +1350,10 @@ def main():
     ap.add_argument("--m2-chunk", type=int, default=64, choices=(64, 128, 256, 512),
                     metavar="N", help="Mamba-2 chunk length of the training forward (64, 128, "
                     "256 or 512; the checkpoint and every evaluation keep 64)")
+    ap.add_argument("--m2-groups", type=m2_groups_arg, default=M2_GROUPS_DEFAULT, metavar="G",
+                    help="Mamba-2 B/C (and gated norm) groups of nemotronh-m2-tiny's 8 heads "
+                         f"(default {M2_GROUPS_DEFAULT}: the slow heads a group of their own; 2: the "
+                         "layout of the models of sessions 4-11, for --init-from of one)")
     ap.add_argument("--cap-memory", type=float, default=0.0, metavar="M1",
                     help="push the learned SSM heads (GDN or Mamba-2) to forget within M1 tokens (a penalty on "
                          "their decay; 0: off; e.g. 100), so that the fixed slow heads carry the "
@@ -1342,8 +1369,9 @@ def main():
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")
     args = ap.parse_args()
-    global BATCH
+    global BATCH, M2_GROUPS
     BATCH = args.batch
+    M2_GROUPS = args.m2_groups
     os.makedirs(args.out, exist_ok=True)
     import torch
     import transformers
