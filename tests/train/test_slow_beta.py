@@ -2,7 +2,8 @@
 the penalty equals its formula, only learned heads whose per-token memory exceeds M0 contribute,
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
 fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
-not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and --slow-range's parser. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
+not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and the parsers of --slow-range
+and --m2-groups. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
 before training, on the GPU machine (CI has no torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
@@ -163,5 +164,13 @@ for bad in ("8192", "0.5:100", "100:50", f"1024:{tfm.SEQ}", "a:b"):
     except tfm.argparse.ArgumentTypeError:
         continue
     raise AssertionError(f"--slow-range {bad} accepted")
+# --m2-groups: a divisor of the 8 Mamba-2 heads leaving the slow pair room in one group
+assert [tfm.m2_groups_arg(g) for g in ("1", "2", "4")] == [1, 2, 4]
+for bad in ("0", "3", "8", "-2", "two"):
+    try:
+        tfm.m2_groups_arg(bad)
+    except tfm.argparse.ArgumentTypeError:
+        continue
+    raise AssertionError(f"--m2-groups {bad} accepted")
 print("cap penalty", float(pen), "past cap", frac)
 print("ok")
