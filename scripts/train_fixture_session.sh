@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Trains both fixture models at once on one GPU machine (docs/trained-models.md), as one device
 # call: a 12-second smoke run of each model first (the whole pipeline: design, training, bf16
-# checkpoint, evaluation), then the real runs. Needs .corpus/ (scripts/fetch_corpus.sh) and
-# data/moby-dick.txt (scripts/fetch_data.sh) in the working tree.
+# checkpoint, evaluation), then the real runs. Needs .corpus/ (scripts/fetch_corpus.sh), or
+# .corpus.txz (scripts/pack_corpus.sh: 3.6 MB less to carry, so that the call fits 64 MiB with the
+# tracked files), and data/moby-dick.txt (scripts/fetch_data.sh) in the working tree.
+#   CORPUS         the corpus folder (default .corpus; unpacked from CORPUS.txz when it has no
+#                  MANIFEST)
 #   OUT            folder for the results (default: ./train-out)
 #   TRAIN_SECONDS  training budget of each model (default: 470, so that the call fits 10 min)
 #   INIT_FROM      continue the models in INIT_FROM/NAME (e.g. data/models) instead of random
@@ -43,6 +46,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./train-out}
+CORPUS=${CORPUS:-.corpus}
 TRAIN_SECONDS=${TRAIN_SECONDS:-470}
 W=${WORK_ROOT:-/tmp}
 LOGS=$W/rssm-logs
@@ -96,7 +100,7 @@ run_jobs() {
     mkdir -p "$out$sub"
     # shellcheck disable=SC2086 # TRAIN_ARGS, own and the variant's are lists of options
     python3 scripts/train_fixture_models.py --model "$m" --train-seconds "$secs" \
-      --out "$out$sub" --work "$work$sub" ${TRAIN_ARGS:-} $own ${JOB_ARGS[$j]} \
+      --out "$out$sub" --work "$work$sub" --corpus "$CORPUS" ${TRAIN_ARGS:-} $own ${JOB_ARGS[$j]} \
       $( [ -n "$init" ] && echo --init-from "$init/$m" ) \
       >"$LOGS/$tag-${JOB_NAME[$j]}.log" 2>&1 &
     pids+=($!)
@@ -107,6 +111,37 @@ run_jobs() {
     tail -n 25 "$LOGS/$tag-${JOB_NAME[$j]}.log" | cut -c1-300
   done
   return $rc
+}
+
+# unpack_corpus: CORPUS.txz (the plain texts and MANIFEST, scripts/pack_corpus.sh) into CORPUS/
+# as the gzip files the training reads, each text's size checked against MANIFEST first; nothing
+# to do when CORPUS/MANIFEST exists. The folder is built beside CORPUS and renamed into place.
+unpack_corpus() {
+  [ -f "$CORPUS/MANIFEST" ] && return 0
+  if [ ! -f "$CORPUS.txz" ]; then
+    echo "train_session: $CORPUS/MANIFEST and $CORPUS.txz missing (carry one of them: scripts/fetch_corpus.sh, scripts/pack_corpus.sh)"
+    return 1
+  fi
+  if ! unpack_corpus_into "$CORPUS.unpack"; then
+    rm -rf "$CORPUS.unpack"
+    return 1
+  fi
+  rm -rf "$CORPUS" && mv "$CORPUS.unpack" "$CORPUS"
+  echo "train_session: $CORPUS/ unpacked from $CORPUS.txz"
+}
+unpack_corpus_into() { # TMP
+  local tmp=$1 name bytes rest txt
+  rm -rf "$tmp" && mkdir -p "$tmp" && tar -xJf "$CORPUS.txz" -C "$tmp" || return 1
+  [ -f "$tmp/MANIFEST" ] || { echo "train_session: $CORPUS.txz: no MANIFEST"; return 1; }
+  while read -r name bytes rest; do
+    case $name in '#'* | '') continue ;; esac
+    txt=$tmp/${name%.gz}
+    if [ "$(stat -c %s "$txt" 2>/dev/null)" != "$bytes" ]; then
+      echo "train_session: $CORPUS.txz: ${name%.gz}: expected $bytes bytes (MANIFEST), found $(stat -c %s "$txt" 2>/dev/null || echo none)"
+      return 1
+    fi
+    gzip -1 -n "$txt" || return 1
+  done <"$tmp/MANIFEST"
 }
 
 # drift_check: every trained checkpoint under OUT installed into a scratch folder and run on the
@@ -177,6 +212,7 @@ pack_logs() {
 }
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+unpack_corpus || { echo "train_session: no corpus; no training"; exit 1; }
 # the training script's own checks first (a second; torch only)
 for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py \
          tests/train/test_train_scans.py tests/train/test_fast_scans.py; do

@@ -4,7 +4,8 @@
 # VARIANTS' own options and folders), that each variant's outputs install with its own log, that
 # DRIFT_CHECK runs the check on every trained checkpoint and packs its verdict (CONTEXT_CHECK
 # the context check too), and that bad
-# VARIANTS are refused with one line and exit 2 before anything trains.
+# VARIANTS are refused with one line and exit 2 before anything trains; that a packed corpus
+# (scripts/pack_corpus.sh) is unpacked with its bytes and sizes checked.
 set -euo pipefail
 ROOT=$1
 S=$ROOT/scripts/train_fixture_session.sh
@@ -51,12 +52,17 @@ while [ $# -gt 0 ]; do [ "$1" = --out ] && echo h5 >"$2"; shift; done
 EOF
 chmod +x "$T/bin/python3" "$T/bin/nvidia-smi" "$T/replayssm"
 echo tokens >"$T/tokens.zst"
+# a corpus as scripts/fetch_corpus.sh leaves it (gzip texts and MANIFEST)
+mkdir -p "$T/corpus"
+printf 'first text\n' >"$T/a.txt" && printf 'second, longer text\n' >"$T/b.txt"
+gzip -c "$T/a.txt" >"$T/corpus/a.txt.gz" && gzip -c "$T/b.txt" >"$T/corpus/b.txt.gz"
+printf '# file  bytes(uncompressed)  source\na.txt.gz 11 test\nb.txt.gz 20 test\n' >"$T/corpus/MANIFEST"
 
 session() { # NAME ENV...: runs the script with the stand-ins; output in T/NAME.out, status in rc
   local name=$1; shift
   rc=0
   env PATH="$T/bin:$PATH" FAKE_CALLS="$T/$name.calls" FAKE_RUNS="$T/$name.runs" \
-    WORK_ROOT="$T/$name.work" OUT="$T/$name" TRAIN_SECONDS=5 DRIFT_BIN="$T/replayssm" \
+    WORK_ROOT="$T/$name.work" OUT="$T/$name" TRAIN_SECONDS=5 DRIFT_BIN="$T/replayssm" CORPUS="$T/corpus" \
     DRIFT_LIBS=/nonexistent DRIFT_TOKENS="$T/tokens.zst" "$@" bash "$S" >"$T/$name.out" 2>&1 || rc=$?
 }
 
@@ -111,6 +117,32 @@ done
 [ ! -e "$T/both.runs" ] || fail "both: a drift check ran without DRIFT_CHECK=1"
 members=$(tar -tf "$T/both/train-logs.tar")
 ! grep -q "context-" <<<"$members" || fail "both: a context check ran without CONTEXT_CHECK=1"
+
+# the corpus carried packed (scripts/pack_corpus.sh): unpacked into CORPUS as gzip texts with the
+# same bytes, and the training told where it is
+bash "$ROOT/scripts/pack_corpus.sh" "$T/corpus" "$T/packed.txz" >/dev/null
+mkdir -p "$T/p2" && cp "$T/packed.txz" "$T/p2/c.txz"
+session packed CORPUS="$T/p2/c" ONLY=nemotronh-m2-tiny
+[ "$rc" = 0 ] || fail "packed corpus: exit $rc: $(tail -n 3 "$T/packed.out")"
+for f in a b; do
+  cmp -s <(gzip -dc "$T/p2/c/$f.txt.gz") "$T/$f.txt" || fail "packed corpus: $f.txt.gz differs"
+done
+cmp -s "$T/p2/c/MANIFEST" "$T/corpus/MANIFEST" || fail "packed corpus: MANIFEST differs"
+grep -q -- "--corpus $T/p2/c\( \|\$\)" "$T/packed.calls" || fail "packed corpus: not passed on: $(cat "$T/packed.calls")"
+[ ! -e "$T/p2/c.unpack" ] || fail "packed corpus: scratch folder left"
+# a text whose size is not MANIFEST's, or no corpus at all: one line, exit 1, nothing trained
+mkdir -p "$T/bad/t" && printf 'x\n' >"$T/bad/t/a.txt"
+printf 'a.txt.gz 11 test\n' >"$T/bad/t/MANIFEST"
+tar -C "$T/bad/t" -cJf "$T/bad/c.txz" .
+for c in "$T/bad/c" "$T/none/c"; do
+  session unpack CORPUS="$c" ONLY=nemotronh-m2-tiny
+  [ "$rc" = 1 ] || fail "corpus $c: exit $rc, expected 1"
+  [ ! -e "$T/unpack.calls" ] || fail "corpus $c: something trained"
+  [ ! -e "$c" ] && [ ! -e "$c.unpack" ] || fail "corpus $c: a partial corpus folder was left"
+  want="c.txz missing"
+  [ "$c" = "$T/none/c" ] || want="c.txz: a.txt: expected 11 bytes (MANIFEST), found 2"
+  grep -q "$want" "$T/unpack.out" || fail "corpus $c: '$(cat "$T/unpack.out")' does not say '$want'"
+done
 
 # refusals: one line, exit 2, nothing trained
 check_refused() { # WHAT EXPECTED-TEXT ENV...
