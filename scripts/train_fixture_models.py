@@ -87,10 +87,11 @@ GDN_CHUNK = 256         # chunk of transformers' chunked GDN fallback (its defau
 SLOW_PER_LAYER = 2      # slow heads per SSM layer
 # Mamba-2's B/C groups (--m2-groups), which are also its gated norm's groups: with 4, the two slow
 # heads of a layer are a group of their own, so that the norm scales their output by their own
-# RMS. With 2 (the models of sessions 4-11) they shared a group with two learned heads and their
-# share of it grew with the state from zero over the first thousands of tokens, and with it the
-# split configuration's read error (session 13: split KL growing 135-352x over 8192 steps when
-# the learned heads forget within a token; docs/trained-models.md)
+# RMS; with 2 (the models of sessions 4-11) they share it with two learned heads. Session 13 tried
+# 4 because split KL grew 135-352x over 8192 steps with 2 groups when every learned head forgot
+# within a token; it did not help by itself (a probe of the 4-group model with its one
+# 17.6-token learned head shortened to a token: split growth 560x; docs/trained-models.md).
+# The default stays 4, the installed model's layout, so that --init-from data/models works.
 M2_GROUPS_DEFAULT = 4
 M2_GROUPS = M2_GROUPS_DEFAULT
 SLOW_MEMORIES = (256.0, 8192.0)   # their memories, log-spaced over the model's slow heads
