@@ -12,8 +12,8 @@ the predictions at positions 8192..16383 with that at 1024..8191. The two ranges
 text, so the difference mixes two things: how much harder the second half's text is, and what
 a context longer than 8192 bytes does to the model. This script separates them with the
 harness itself (`replayssm logits`, fp32, on the CPU or with --device cuda on the GPU: 75
-minutes for two models on two loaded cores, under a minute on an H200): every prediction at 8192..16383 is made twice,
-once with the whole window before it (the check's number) and once from a restart, so that its
+minutes for two models on two loaded cores, under a minute a model on an H200): every
+prediction at 8192..16383 is made twice, once with the whole window before it (the check's number) and once from a restart, so that its
 context is 1024..8191 bytes long like the first range's: the inputs from window position 7168 on
 for predictions 8192..15359, from 14336 on for 15360..16383. Then
 

@@ -382,8 +382,8 @@ def memory_section(runs, decays, bad, trows, L):
                     "dominate the KL, and more than that, since its shared curve still grows by "
                     "orders of magnitude up to 128K instead of reaching s2/(1 - alpha^2L) early. "
                     "The fixture models (docs/trained-models.md) carry their long memory in a "
-                    "few designed slow heads (GDN 1024..8192 tokens, Mamba-2 4096..8192) beside learned heads of a few "
-                    "tokens"
+                    "few designed slow heads (their memories: the model cards) beside learned heads "
+                    "of a few tokens"
                     + (f"; the memories read off their ratios above are {mems} tokens, a mean "
                        "over both kinds of head (the growth tables of Fig. 5)." if mems else
                        "."))

@@ -12,7 +12,7 @@ OUT=${2:-$SRC.txz}
 die() { echo "pack_corpus: $*" >&2; exit 2; }
 [ -f "$SRC/MANIFEST" ] || die "$SRC/MANIFEST: missing (run scripts/fetch_corpus.sh first)"
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+trap 'rm -rf "$T" "$OUT.part"' EXIT
 mkdir "$T/texts"
 n=0
 for f in "$SRC"/*.txt.gz; do
