@@ -14,22 +14,25 @@
 #include "quant/numerics.h"
 #include "quant/rssm_hd.h"
 
-/* E2M1 s e1 e0 m: e = 0 gives m * 0.5 (0 or 0.5); e > 0 gives (1 + m/2) 2^(e-1), i.e. the fp32
- * exponent field e + 126 and mantissa m << 22. The sign is the bit itself (-0 for code 8). */
+/* E2M1 s e1 e0 m as a scaled fp32: the bits s e1 e0 m placed at fp32 bits 31 and 24..22 read as
+ * a float with exponent field e and mantissa m << 22, i.e. 2^(e-127) (1 + m/2) for e > 0 and the
+ * subnormal m 2^-127 for e = 0; times 2^126 (exact: a power of two, no overflow) that is
+ * (1 + m/2) 2^(e-1) and m * 0.5, the E2M1 values (-0 for code 8). Branch-free: two integer
+ * operations and one multiply (the subnormal operand needs no flush-to-zero, which nvcc and C11
+ * leave off). */
 RSSM_HD float rssm_e2m1_fast(uint32_t code) {
-  const uint32_t s = (code & 8u) << 28, e = (code >> 1) & 3u, m = code & 1u;
-  const uint32_t mag = e ? ((e + 126u) << 23) | (m << 22) : (m ? (126u << 23) : 0u);
-  return rssm_bits_f32(s | mag);
+  const uint32_t bits = ((code & 7u) << 22) | ((code & 8u) << 28);
+  return rssm_bits_f32(bits) * 8.5070591730234616e+37f; /* 2^126 */
 }
 
-/* E4M3 (OCP fn, bias 7): normal codes are fp32 exponent e + 120 and mantissa m << 20;
- * subnormals m * 2^-9 (exact); 0x7F / 0xFF are NaN, which the reference returns as the negation
- * of rssm_nan() for 0xFF: the quiet NaN with the code's sign. */
+/* E4M3 (OCP fn, bias 7) the same way: the 7 magnitude bits at fp32 bits 26..20 give exponent
+ * field e and mantissa m << 20, 2^(e-127) (1 + m/8) or the subnormal m 2^-129; times 2^120 that is
+ * (1 + m/8) 2^(e-7) and m 2^-9, the E4M3 values, exactly. 0x7F / 0xFF are NaN, which the
+ * reference returns as the quiet NaN with the code's sign (a select, not a branch). */
 RSSM_HD float rssm_e4m3_fast(uint32_t code) {
-  const uint32_t s = (code & 0x80u) << 24, e = (code >> 3) & 15u, m = code & 7u;
-  if (e == 15u && m == 7u) return rssm_bits_f32(s | 0x7FC00000u);
-  if (e == 0u) return rssm_bits_f32(s | rssm_f32_bits((float)m * 0.001953125f));
-  return rssm_bits_f32(s | ((e + 120u) << 23) | (m << 20));
+  const uint32_t s = (code & 0x80u) << 24, mag = code & 0x7Fu;
+  const float v = rssm_bits_f32(s | (mag << 20)) * 1.329227995784916e+36f; /* 2^120 */
+  return mag == 0x7Fu ? rssm_bits_f32(s | 0x7FC00000u) : v;
 }
 
 /* E8M0 scale: 2^(code - 127) as fp32 bits (code 0: the subnormal 2^-127), 0xFF NaN. */

@@ -12,6 +12,10 @@
 #   BATCHES=LIST  batch sizes (default 256: at B = 1 the bench replays ~40 copies of the state per
 #                 step against the L2, and session 7's profile spent its 70 s on those)
 #   COUNT=N       kernel launches profiled per shape (default 300: ncu replays each one ~20 times)
+#   SECTIONS=LIST Nsight Compute sections, space-separated (default: the seven that the summary reads)
+#   KERNELS=RE    profile only kernels whose name matches the regular expression (ncu -k regex:RE)
+#   PARTS=LIST    bench kernels parts (default: those of --targets-only; lp alone reaches the
+#                 low-precision readouts within the limit, which std and spec otherwise use up)
 #
 # Writes $OUT/profile-SHAPE.csv (the report through ncu --import --csv --page details: one row
 # per kernel launch and metric of the sections SpeedOfLight, Occupancy, LaunchStats,
@@ -32,6 +36,10 @@ if [ ! -x "$NCU" ]; then
   exit 2
 fi
 "$NCU" --version > "$OUT/profile.log" 2>&1
+SECTION_ARGS=""
+for sec in ${SECTIONS:-SpeedOfLight Occupancy LaunchStats WarpStateStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis InstructionStats}; do
+  SECTION_ARGS="$SECTION_ARGS --section $sec"
+done
 rc_all=0
 for s in ${SHAPES//,/ }; do
   # graph kernel nodes are profiled one by one (--graph-profiling node), and only inside the
@@ -39,10 +47,10 @@ for s in ${SHAPES//,/ }; do
   # 3-row CPU checks' launches are not (session 7's first profile spent its 95 s on them)
   timeout -s INT "$LIMIT" "$NCU" --graph-profiling node --profile-from-start off -f \
     --export "$OUT/profile-$s" \
-    --section SpeedOfLight --section Occupancy --section LaunchStats \
-    --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-    --launch-count "${COUNT:-300}" \
-    "$BIN/replayssm" bench kernels --targets-only --shapes "$s" --batches "${BATCHES:-256}" \
+    $SECTION_ARGS \
+    --launch-count "${COUNT:-300}" ${KERNELS:+-k "regex:$KERNELS"} \
+    "$BIN/replayssm" bench kernels --targets-only ${PARTS:+--parts "$PARTS"} --shapes "$s" \
+    --batches "${BATCHES:-256}" \
     --iters 1 --warmup 0 \
     --check-batch 3 > "$OUT/profile-$s.log" 2>&1
   rc=$?

@@ -140,6 +140,12 @@ store_params store_of(const ssm_cuda_state *st, const ssm_cuda_ckpt *c) {
  * codes, spread over the lanes) and no verification needs the fp32 S afterwards. Scaled formats
  * go through store_kernel, which has a thread per block (in the warp, one lane would encode a
  * whole block serially) and, for NVFP4, the matrix amax. */
+/* RSSM_MAT_GEN selects the fp32 materialisation of a lab build: 4 (mat3_kernel's arithmetic with
+ * the rows loaded straight into registers) or 3 (the staged tile). */
+#ifndef RSSM_MAT_GEN
+#define RSSM_MAT_GEN 4
+#endif
+
 void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o,
                        cudaStream_t s) {
   dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
@@ -160,7 +166,11 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
      2026-12-01, docs/gpu-results.md "SSM kernels v3", results/h200-2026-12-01/kernels-v3/). Both
      give the same bits. */
   const bool b1_conventional_step = op == OP_STEP && d.conventional && st->B == 1;
-  if (f32 && !b1_conventional_step && sm3 <= st->smem_optin && ntiles <= 8)
+  if (RSSM_MAT_GEN == 4 && f32 && !b1_conventional_step && mat3_smem_bytes(0, d.cap, d.dv, d.dk) <= st->smem_optin &&
+      ntiles <= 8)
+    launch_mat4(M, grid, (unsigned)(32 * ntiles), mat3_smem_bytes(0, d.cap, d.dv, d.dk), s, d, src, op, q, o, nstore,
+                pm, pl);
+  else if (f32 && !b1_conventional_step && sm3 <= st->smem_optin && ntiles <= 8)
     launch_mat3(M, grid, (unsigned)(32 * ntiles), sm3, s, d, src, op, q, o, nstore, pm, pl);
   else
     launch_mat2(M, f32, grid, mat2_smem_bytes(d.cap, d.dv, d.dk), s, d, src, op, q, o, nstore, pm, pl);
@@ -197,11 +207,33 @@ bool launch_readout_v3(ssm_cuda_state *st, const dev_state &d, int op, const flo
   return true;
 }
 
+/* pre3 + ro4 when their shared memory fits; false (nothing launched) otherwise. */
+bool launch_readout_v4(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
+                       cudaStream_t s, const ck_view &rd, int nq, int fc) {
+  const int ntiles = (d.dv + 31) / 32;
+  const ro4_layout L = ro4_layout_of(nq, d.dk, d.cap, d.dv);
+  const size_t psm = pre3_smem_bytes(d.cap, nq, d.hpg, d.dk, op == OP_STEP ? 1 : d.T);
+  if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
+  launch_pre3(dim3((unsigned)d.G, (unsigned)st->B), psm, s, d, op, q, nt, st->coefs, st->nq_max);
+  (void)fc;
+  launch_ro4(d.dk <= 128 ? 4 : 8, dim3((unsigned)d.H, (unsigned)st->B), (unsigned)(32 * ntiles), L.total, s, d,
+             rd, op, q, nt, o, st->coefs, st->nq_max);
+  return true;
+}
+
+/* RSSM_READOUT_GEN selects the readout generation of a lab build (docs/ssm-cuda.md, "Kernels"):
+ * 4 (the default) or 3 (session 14's selection: ro3 for fp32 and 16-bit reads, ro2 for 8- and
+ * 4-bit ones), so that one device call can time both on the same machine. */
+#ifndef RSSM_READOUT_GEN
+#define RSSM_READOUT_GEN 4
+#endif
+
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
                     cudaStream_t s) {
   int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
   const ck_view rd = view_of(read_ckpt(st));
   const int fc = format_class(rd.kind);
+  if (RSSM_READOUT_GEN == 4 && launch_readout_v4(st, d, op, q, nt, o, s, rd, nq, fc)) return;
   /* Measured on the H200 (2026-12-01, docs/gpu-results.md "SSM kernels v3"; the non-flush step
      of `replay L=16` at B = 256 in results/h200-2026-12-01/kernels-v3/bench_v{2,3}.csv): pre3 +
      ro3 are faster than ro2 for fp32 reads (1.22-1.31x) and 16-bit reads (bf16 1.17-1.22x: 639 /

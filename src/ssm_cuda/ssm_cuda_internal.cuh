@@ -19,10 +19,12 @@
  *                         onto deq(main) (and a step's output S q), store_kernel encodes scaled
  *                         checkpoints
  *   ssm_cuda_readout.cu   output-only readouts (replay non-flush steps, spec drafts, GDN u):
- *                         ro2_kernel, and pre3_kernel + ro3_kernel
+ *                         pre3_kernel + ro4_kernel (the default), ro2_kernel (shapes ro4 does
+ *                         not take), ro3_kernel (lab builds with -DRSSM_READOUT_GEN=3)
  *   ssm_cuda_decoders.cu  ssm_cuda_check_decoders: the readouts' fast decoders and tables against
  *                         the reference decoders, every code
  * Kernel names keep the generation they were measured as (v2: mat2, ro2; v3: mat3, pre3, ro3;
+ * v4 (session 15): ro4, and mat4 = mat3_kernel<M, true>, rows straight to registers;
  * docs/gpu-results.md); only the variant that won each case ships (docs/ssm-cuda.md, "Kernels").
  * No kernel needs a host decision, so an operation can be captured in a CUDA Graph. */
 #ifndef RSSM_SSM_CUDA_INTERNAL_CUH
@@ -191,6 +193,23 @@ __host__ __device__ inline ro3_layout ro3_layout_of(int ntiles, size_t crow, siz
   return l;
 }
 
+/* Shared-memory layout of ro4_kernel (byte offsets): only what every warp of a head reads (the
+ * queries, the coefficients, C_i . y, the records' x); the checkpoint rows go straight to
+ * registers, so the block is small and many are resident. */
+struct ro4_layout {
+  size_t ys, cf, cd, xs, sc, total;
+};
+__host__ __device__ inline ro4_layout ro4_layout_of(int nq, int dk, int cap, int dv) {
+  ro4_layout l;
+  l.ys = 0;
+  l.cf = l.ys + align16((size_t)nq * dk * sizeof(float));
+  l.cd = l.cf + align16((size_t)nq * (cap + 1) * sizeof(float));
+  l.xs = l.cd + align16((size_t)nq * dv * sizeof(float));
+  l.sc = l.xs + align16((size_t)cap * dv * sizeof(float));
+  l.total = l.sc + (size_t)((dv + 31) / 32) * R3 * 8 * sizeof(float); /* [warps][R3][8] NVFP4 scales */
+  return l;
+}
+
 /* 32 sums, one per entry of v, each a warp-32 butterfly (ssm_math.h item 1) done by recursive
  * halving: at level off = 16, 8, 4, 2, 1 a lane keeps half of its sums (the upper half when its
  * bit off is set), sends the other half to lane ^ off and adds what it receives. The value kept
@@ -270,6 +289,10 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 void launch_mat3(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1);
+/* mat4: mat3_kernel with the rows loaded straight into registers (smem: mat3_smem_bytes(0, ...)) */
+void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
+                 const store_params &st1);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);
 /* mat2 up to mat2_bytes, mat3 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen);
@@ -279,6 +302,9 @@ void launch_ro2(int M, int FC, dim3 grid, size_t smem, cudaStream_t s, const dev
                 const float *q, int nt, float *o);
 void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int op, const float *q, int nt,
                  float *coefs, int NQ);
+/* the instance follows the read checkpoint rd (ro4_kind) */
+void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ);
 void launch_ro3(int M, int FC, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                 const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, size_t crow,
                 size_t srow);

@@ -218,6 +218,45 @@ __global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
   }
 }
 
+/* mat3 / mat4: rows row0 .. row0 + rn - 1 (registers) into the nstore fp32 checkpoints as their
+ * bits (rssm_encode_block's fp32 copy), or into the scratch S when nstore == 0. */
+template <int M>
+__device__ inline void store_rows_f32(const dev_state &d, size_t mat, int row0, int rn, const float (*x)[M] /* [R3][M] */,
+                                      int nstore, const store_params &st0, const store_params &st1, int lane) {
+  const int dv = d.dv, dk = d.dk;
+#pragma unroll
+  for (int r = 0; r < R3; r++) {
+    if (r >= rn) break; /* warp-uniform */
+    const int i = row0 + r;
+    for (int k = 0; k < (nstore > 0 ? nstore : 1); k++) {
+      const ck_view &dv_ = k == 0 ? st0.v : st1.v;
+      float *dst = nstore == 0 ? d.S + (mat * dv + i) * dk
+                               : reinterpret_cast<float *>(dv_.blob + mat * (size_t)dv_.bpm + dv_.codes_off +
+                                                           (size_t)i * (size_t)dv_.code_row);
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const int c = lane + 32 * m;
+        if (c < dk) dst[c] = x[r][m];
+      }
+    }
+  }
+}
+
+/* mat4: fp32 rows r0 .. r0 + R3 - 1 of a tile (rows >= nr: zeros) straight into registers. */
+template <int M>
+__device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's first row */, size_t rowb, int r0, int nr,
+                                     int dk, int lane, float (*xn)[M] /* [R3][M] */) {
+#pragma unroll
+  for (int r = 0; r < R3; r++) {
+    const float *row = reinterpret_cast<const float *>(tile_rows + (size_t)(r0 + r) * rowb);
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const int c = lane + 32 * m;
+      xn[r][m] = (r0 + r < nr && c < dk) ? row[c] : 0.0f;
+    }
+  }
+}
+
 /* v3 materialisation of fp32 sources into fp32 destinations (the conventional fp32 step and the
  * fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one warp per 32-row tile of the
  * head. At entry the block stages the records (alphas, betas, the group's k, x or v) and every
@@ -228,7 +267,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
  * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
  * S q (op STEP) the same way; fp32 stores of the registers' bits. */
-template <int M>
+template <int M, bool DIRECT>
 __global__ void __launch_bounds__(256, 2)
     mat3_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
@@ -246,8 +285,8 @@ __global__ void __launch_bounds__(256, 2)
   else rf = op == OP_STEP ? n : n + 1;
   const size_t mat = (size_t)b * H + hd;
 
-  float *tiles = reinterpret_cast<float *>(smem);       /* [ntiles][32][dk] source rows */
-  float *al = tiles + (size_t)ntiles * 32 * dk;         /* [cap]     record alphas */
+  float *tiles = reinterpret_cast<float *>(smem);       /* [ntiles][32][dk] source rows (not DIRECT) */
+  float *al = tiles + (DIRECT ? 0 : (size_t)ntiles * 32 * dk); /* [cap]     record alphas */
   float *bt = al + cap;                                 /* [cap]     GDN betas */
   float *kk = bt + cap;                                 /* [cap][dk] record k (key group g) */
   float *xx = kk + (size_t)cap * dk;                    /* [cap][dv] stored x, or v where u is recomputed */
@@ -275,14 +314,23 @@ __global__ void __launch_bounds__(256, 2)
   const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
   const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
   float *tile = tiles + (size_t)warp * 32 * dk;
+  /* DIRECT (mat4): rows go from global memory straight to registers, 8 at a time, the next batch's
+     loads issued before this batch's folds; the block's shared memory is only the records, so
+     many more blocks fit an SM than with the staged tile */
+  float xn[R3][M];
+  if (DIRECT) {
+    load_rows_f32<M>(grow, rowb, 0, nr, dk, lane, xn);
+    cp_async_wait<0>();
+  } else {
 #pragma unroll
-  for (int c = 0; c < 4; c++) {
-    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
-    if (rn > 0)
-      stage(reinterpret_cast<uint8_t *>(tile + (size_t)r0 * dk), grow + (size_t)r0 * rowb, (size_t)rn * rowb, lane, 32);
-    cp_async_commit();
+    for (int c = 0; c < 4; c++) {
+      const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+      if (rn > 0)
+        stage(reinterpret_cast<uint8_t *>(tile + (size_t)r0 * dk), grow + (size_t)r0 * rowb, (size_t)rn * rowb, lane, 32);
+      cp_async_commit();
+    }
+    cp_async_wait<4>(); /* this thread's group 0 */
   }
-  cp_async_wait<4>(); /* this thread's group 0 */
   __syncthreads();    /* everyone's (and the plain loads of al, bt) */
 
   float qr[M];
@@ -296,16 +344,24 @@ __global__ void __launch_bounds__(256, 2)
     const int r0 = c0 * R3;
     if (r0 >= nr) break; /* warp-uniform */
     const int rn = nr - r0 < R3 ? nr - r0 : R3;
-    cp_async_wait_chunk(c0);
-    __syncwarp();
     float x[R3][M];
+    if (DIRECT) {
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+      for (int r = 0; r < R3; r++)
 #pragma unroll
-      for (int m = 0; m < M; m++) {
-        const int c = lane + 32 * m;
-        x[r][m] = (r < rn && c < dk) ? tile[(size_t)(r0 + r) * dk + c] : 0.0f;
-      }
+        for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
+      if (r0 + R3 < nr) load_rows_f32<M>(grow, rowb, r0 + R3, nr, dk, lane, xn);
+    } else {
+      cp_async_wait_chunk(c0);
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < R3; r++)
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+          const int c = lane + 32 * m;
+          x[r][m] = (r < rn && c < dk) ? tile[(size_t)(r0 + r) * dk + c] : 0.0f;
+        }
+    }
     for (int j = 1; j <= n; j++) {
       const float alpha = al[j - 1];
       const float *kj = kk + (size_t)(j - 1) * dk;
@@ -358,23 +414,7 @@ __global__ void __launch_bounds__(256, 2)
       const float sum = reduce_sums<R3>(v, lane);
       if (lane % 4 == 0 && lane / 4 < rn) o[mat * dv + i0 + r0 + lane / 4] = sum;
     }
-    /* fp32 checkpoints: the bits (rssm_encode_block's fp32 copy); else the scratch S */
-#pragma unroll
-    for (int r = 0; r < R3; r++) {
-      if (r >= rn) break; /* warp-uniform */
-      const int i = i0 + r0 + r;
-      for (int k = 0; k < (nstore > 0 ? nstore : 1); k++) {
-        const ck_view &dv_ = k == 0 ? st0.v : st1.v;
-        float *dst = nstore == 0 ? d.S + (mat * dv + i) * dk
-                                 : reinterpret_cast<float *>(dv_.blob + mat * (size_t)dv_.bpm + dv_.codes_off +
-                                                             (size_t)i * (size_t)dv_.code_row);
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-          const int c = lane + 32 * m;
-          if (c < dk) dst[c] = x[r][m];
-        }
-      }
-    }
+    store_rows_f32<M>(d, mat, i0 + r0, rn, x, nstore, st0, st1, lane);
   }
 }
 
@@ -446,8 +486,15 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 void launch_mat3(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
-  if (M <= 4) mat3_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat3_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  if (M <= 4) mat3_kernel<4, false><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat3_kernel<8, false><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+}
+
+void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
+                 const store_params &st1) {
+  if (M <= 4) mat3_kernel<4, true><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat3_kernel<8, true><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
@@ -465,7 +512,8 @@ int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {
         return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
                          "materialisation v2", mat2_bytes);
   /* mat3 may use up to the opt-in maximum (launch_flush_rows falls back to mat2 beyond it) */
-  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4>), reinterpret_cast<const void *>(mat3_kernel<8>)};
+  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4, false>), reinterpret_cast<const void *>(mat3_kernel<8, false>),
+                      reinterpret_cast<const void *>(mat3_kernel<4, true>), reinterpret_cast<const void *>(mat3_kernel<8, true>)};
   for (const void *f : m3)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
       return rssm_fail(err, errlen, "cannot raise the v3 materialisation's shared memory to %d bytes", optin);

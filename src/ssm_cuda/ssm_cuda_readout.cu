@@ -563,6 +563,305 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * ro4 (issue 17, session 15): pre3's coefficients, then a streaming kernel that reads the
+ * checkpoint rows from global memory straight into registers. Why: ro3 staged each warp's whole
+ * 32-row tile in shared memory (55-96 KB a block), so 2-4 blocks fitted an SM (17-18 %
+ * occupancy, DRAM 43 %, ncu 2026-12-03), and its decoders spent ~20 instructions an element (the
+ * runtime division c / block, branchy E2M1 / E4M3 decodes). Here a block holds only the queries,
+ * coefficients, C_i . y and the head's record x (ro4_layout, ~10 KB for a step), the lane's code
+ * and scale offsets are computed once (lane_cols_of), the read format is a template parameter
+ * (one code and one scale register per element in flight, no runtime format switch) and the
+ * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows are loaded one
+ * 8-row batch ahead (the next batch's loads go out before this batch's dot products).
+ * Same operations, operands and association as ro2 / ro3 for every value: the same bits.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The read formats ro4 decodes (template parameter FK). RK_GEN: every other stored format
+ * (fp16 too), decoded element by element by rssm_decode_at from global memory. */
+/* blocks of 256 threads per SM the registers must allow (lab: -DRO4_MINB=N) */
+#ifndef RO4_MINB
+#define RO4_MINB 2
+#endif
+/* the word-loading instances (RK_*W) hold a batch's codes in 4-16 registers instead of 32-64 */
+#ifndef RO4_MINB_WORDS
+#define RO4_MINB_WORDS 2
+#endif
+
+enum { RK_F32 = 0, RK_BF16 = 1, RK_NVFP4 = 2, RK_E4M3 = 3, RK_GEN = 4, RK_NVFP4W = 5, RK_E4M3W = 6, RK_BF16W = 7 };
+
+/* The template instance for a checkpoint: NVFP4 with its standard 16-element blocks of one-byte
+ * scales, and fp8 e4m3 whose fp32 block scale covers a whole row (block >= 32 M, the default 128
+ * with dk <= 128), have register decoders with compile-time offsets; everything else is RK_GEN.
+ * At dk = 128 with 4-byte aligned rows those two load whole 32-bit words instead (the *W kinds):
+ * a lane's columns c = lane + 32 m sit two bytes (bf16), one byte (e4m3) or one nibble (NVFP4)
+ * apart from their neighbours', so a warp's narrow loads would move 16-64 bytes an instruction;
+ * word loads move 128 and a shuffle hands each lane its code. */
+inline int ro4_kind(const ck_view &v, int M, int dk) {
+  const bool words = M == 4 && dk == 128 && ((v.codes_off | v.code_row | v.scales_off | v.bpm) & 3) == 0;
+  switch (v.kind) {
+    case QF_FP32: return RK_F32;
+    case QF_BF16: return words ? RK_BF16W : RK_BF16;
+    case QF_NVFP4: return v.block == 16 && v.scale_elem == 1 ? (words ? RK_NVFP4W : RK_NVFP4) : RK_GEN;
+    case QF_FP8_E4M3: return v.block >= 32 * M && v.scale_elem == 4 ? (words ? RK_E4M3W : RK_E4M3) : RK_GEN;
+    default: return RK_GEN;
+  }
+}
+
+/* One batch of R3 rows as loaded: the lane's code unit of each of its M columns and the block
+ * scale it needs (the E4M3 byte for NVFP4, the fp32 scale's bits for fp8). */
+template <int M>
+struct raw_batch {
+  uint32_t code[R3][M];
+  uint32_t scale[R3][M];
+};
+
+/* Issues the loads of rows row0 .. row0 + R3 - 1 of the tile (rows >= nr: zeros, their sums are
+ * not stored). f32 != nullptr: the rows are fp32 (a verification's scratch S) at f32 + row * dk,
+ * into x directly; an fp32 checkpoint (FK = RK_F32) the same; RK_GEN decodes here. */
+template <int M, int FK>
+__device__ inline void ro4_load(raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, const float *f32 /* [dv][dk] */,
+                                const ck_view &v, const uint8_t *mb /* this matrix */, float s_dec, int row0, int nr,
+                                const lane_cols<M> &lc, int dk, int lane) {
+#pragma unroll
+  for (int r = 0; r < R3; r++) {
+    const int i = row0 + r;
+    const bool live = r < nr;
+    if (f32 != nullptr || FK == RK_F32) {
+      const float *row = f32 != nullptr ? f32 + (size_t)i * dk
+                                        : reinterpret_cast<const float *>(mb + v.codes_off + (size_t)i * v.code_row);
+#pragma unroll
+      for (int m = 0; m < M; m++) x[r][m] = live && lc.valid[m] ? row[lane + 32 * m] : 0.0f;
+      continue;
+    }
+    const uint8_t *codes = mb + v.codes_off + (size_t)i * (size_t)v.code_row;
+    const uint8_t *scales = mb + v.scales_off + (size_t)i * (size_t)(v.blocks_per_row * v.scale_elem);
+    if (FK == RK_BF16W) { /* words lane and lane + 32 of the row's 64 (128 codes) */
+      rb.code[r][0] = live ? reinterpret_cast<const uint32_t *>(codes)[lane] : 0u;
+      rb.code[r][1] = live ? reinterpret_cast<const uint32_t *>(codes)[lane + 32] : 0u;
+      continue;
+    }
+    if (FK == RK_E4M3W) { /* word lane of the row's 32 (128 codes), and the row's fp32 scale */
+      rb.code[r][0] = live ? reinterpret_cast<const uint32_t *>(codes)[lane] : 0u;
+      rb.scale[r][0] = live ? *reinterpret_cast<const uint32_t *>(scales) : 0u;
+      continue;
+    }
+    if (FK == RK_NVFP4W) { /* 16 words a row: lane holds word lane % 16 of row 2 p + lane / 16 */
+      if ((r & 1) != 0) continue;
+      const int rr = r + (lane >> 4);
+      const uint8_t *c2 = mb + v.codes_off + (size_t)(row0 + rr) * (size_t)v.code_row;
+      rb.code[r >> 1][0] = rr < nr ? reinterpret_cast<const uint32_t *>(c2)[lane & 15] : 0u;
+      if (r == 0) { /* the batch's 8 x 8 scale bytes, contiguous: lane < 16 holds word lane */
+        const uint8_t *s2 = mb + v.scales_off + (size_t)(row0 + (lane >> 1)) * 8;
+        rb.scale[0][0] = lane < 16 && (lane >> 1) < nr ? reinterpret_cast<const uint32_t *>(s2)[lane & 1] : 0u;
+      }
+      continue;
+    }
+    /* per-lane bases plus compile-time column offsets, so that a row needs one address: column
+       c = lane + 32 m is code unit c (bf16, e4m3) or byte c / 2 = lane / 2 + 16 m (NVFP4), in
+       NVFP4 block c / 16 = lane / 16 + 2 m; the e4m3 row has one block scale (ro4_kind) */
+    if (FK == RK_E4M3) rb.scale[r][0] = live ? *reinterpret_cast<const uint32_t *>(scales) : 0u;
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+      const bool ok = live && lc.valid[m];
+      if (FK == RK_BF16) {
+        rb.code[r][m] = ok ? reinterpret_cast<const uint16_t *>(codes)[lane + 32 * m] : 0u;
+      } else if (FK == RK_NVFP4) {
+        rb.code[r][m] = ok ? codes[(lane >> 1) + 16 * m] : 0u;
+        rb.scale[r][m] = ok ? scales[(lane >> 4) + 2 * m] : 0u;
+      } else if (FK == RK_E4M3) {
+        rb.code[r][m] = ok ? codes[lane + 32 * m] : 0u;
+      } else { /* RK_GEN */
+        x[r][m] = ok ? rssm_decode_at((qformat_kind)v.kind, codes, scales + lc.scale[m], s_dec, lane + 32 * m) : 0.0f;
+      }
+    }
+  }
+}
+
+/* Decodes a loaded batch into x as rssm_decode_at does (fp32 and RK_GEN rows are values already).
+ * Columns past dk and rows past the tile decode their zero codes: the dot skips the former
+ * (c < dk) and the latter's sums are not stored. */
+template <int M, int FK>
+__device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, float s_dec, int lane,
+                                  float *sc /* [R3][8] this warp's decoded NVFP4 block scales */) {
+  if constexpr (FK == RK_BF16W) {
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        /* column c = lane + 32 m is half c % 2 of word c / 2 = lane / 2 + 16 m: word w < 32 is
+           lane w's first register, w >= 32 lane w - 32's second */
+        const uint32_t w = __shfl_sync(0xffffffffu, rb.code[r][m >> 1], 16 * (m & 1) + (lane >> 1));
+        x[r][m] = rssm_decode16_fast(1, (w >> (16 * (lane & 1))) & 0xFFFFu);
+      }
+  } else if constexpr (FK == RK_E4M3W) {
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        /* column c = lane + 32 m is byte c of the row: word lane / 4 + 8 m, byte lane % 4 */
+        const uint32_t w = __shfl_sync(0xffffffffu, rb.code[r][0], (lane >> 2) + 8 * m);
+        x[r][m] = rssm_e4m3_fast((w >> (8 * (lane & 3))) & 0xFFu) * rssm_bits_f32(rb.scale[r][0]);
+      }
+  } else if constexpr (FK == RK_NVFP4W) {
+    /* the 64 scales decoded once (lanes 0-15, four each), read back by the 16 lanes of a block */
+    __syncwarp();
+    if (lane < 16)
+#pragma unroll
+      for (int k = 0; k < 4; k++) sc[lane * 4 + k] = rssm_e4m3_fast((rb.scale[0][0] >> (8 * k)) & 0xFFu);
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        /* column c = lane + 32 m is nibble c % 2 of byte c / 2 = lane / 2 + 16 m: word lane / 8 + 4 m
+           (held by lane 16 (r % 2) + that), bits 4 (lane % 8) up; its block c / 16 = lane / 16 + 2 m */
+        const uint32_t w = __shfl_sync(0xffffffffu, rb.code[r >> 1][0], 16 * (r & 1) + (lane >> 3) + 4 * m);
+        const float e = rssm_e2m1_fast((w >> (4 * (lane & 7))) & 0xFu);
+        x[r][m] = (e * sc[r * 8 + (lane >> 4) + 2 * m]) * s_dec;
+      }
+  } else {
+#pragma unroll
+    for (int r = 0; r < R3; r++)
+#pragma unroll
+      for (int m = 0; m < M; m++) {
+        const uint32_t cw = rb.code[r][m];
+        if (FK == RK_BF16) /* the bf16 decode of rssm_decode16_fast */
+          x[r][m] = rssm_decode16_fast(1, cw);
+        else if (FK == RK_NVFP4) /* (e * s) * S_dec */
+          x[r][m] = (rssm_e2m1_fast((cw >> ((lane & 1) * 4)) & 0xFu) * rssm_e4m3_fast(rb.scale[r][m])) * s_dec;
+        else if (FK == RK_E4M3) /* e * fp32 block scale (the row's one) */
+          x[r][m] = rssm_e4m3_fast(cw) * rssm_bits_f32(rb.scale[r][0]);
+      }
+  }
+}
+
+/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps), as ro3_kernel: per row
+ * i, for each query in order, acc = (C_i . y) * w_0, then acc = acc + x_j[i] * c_j over the records
+ * in ascending order (rssm_readout_row); GDN U queries turn acc into u (rssm_gdn_u), written to the
+ * ring and to the staged x that later queries of this lane read. */
+template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg) */>
+__global__ void __launch_bounds__(256, FK >= RK_NVFP4W ? RO4_MINB_WORDS : RO4_MINB)
+    ro4_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
+               float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int hd = blockIdx.x, b = blockIdx.y;
+  const int fl = d.flag[b];
+  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
+  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, g = hd / d.hpg;
+  const int h = d.h[b], base = d.base[b];
+  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
+  const int nq = num_queries(d, op, Tb);
+  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
+  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
+  const size_t mat = (size_t)b * H + hd;
+  const ro4_layout L = ro4_layout_of(nq, dk, cap, dv);
+  float *ys = reinterpret_cast<float *>(smem + L.ys); /* [nq][dk] queries */
+  float *cf = reinterpret_cast<float *>(smem + L.cf); /* [nq][cap + 1] c_j, w_0 at cap */
+  float *cd = reinterpret_cast<float *>(smem + L.cd); /* [nq][dv] C_i . y */
+  float *xs = reinterpret_cast<float *>(smem + L.xs); /* [nmax][dv] record x of this head */
+
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *y = qq.kind == Q_U ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
+                                    : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
+    stage(reinterpret_cast<uint8_t *>(ys + (size_t)qi * dk), reinterpret_cast<const uint8_t *>(y),
+          (size_t)dk * sizeof(float), threadIdx.x, nthr);
+  }
+  stage(reinterpret_cast<uint8_t *>(cf), reinterpret_cast<const uint8_t *>(coefs + mat * NQ * (size_t)(cap + 1)),
+        (size_t)nq * (cap + 1) * sizeof(float), threadIdx.x, nthr);
+  for (int j = 1; j <= nmax; j++)
+    stage(reinterpret_cast<uint8_t *>(xs + (size_t)(j - 1) * dv),
+          reinterpret_cast<const uint8_t *>(d.rec_x + (((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv),
+          (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  cp_async_commit();
+  /* Appendix F: a head whose every query has w_0 < THR loads no checkpoint byte at all */
+  bool all_skip = false;
+  if (d.skip > 0.0) { /* block-uniform */
+    cp_async_wait<0>();
+    __syncthreads();
+    all_skip = true;
+    for (int qi = 0; qi < nq; qi++) all_skip = all_skip && (double)cf[(size_t)qi * (cap + 1) + cap] < d.skip;
+  }
+
+  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  const uint8_t *mb = rd.blob + mat * (size_t)rd.bpm;
+  const float *f32 = from_S ? d.S + mat * (size_t)dv * dk : nullptr; /* [dv][dk] */
+  const lane_cols<M> lc = lane_cols_of<M, (FK == RK_F32 ? FC_F32 : (FK == RK_BF16 || FK == RK_BF16W) ? FC_F16 : (FK == RK_NVFP4 || FK == RK_NVFP4W) ? FC_F4 : FC_F8)>(
+      rd, dk, lane);
+  const float s_dec = (!from_S && !all_skip && (rd.kind == QF_NVFP4 || rd.kind == QF_MXFP4 || rd.kind == QF_MXFP8))
+                          ? (rd.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f)
+                          : 1.0f;
+  const int nbatch = all_skip ? 0 : (nr + R3 - 1) / R3;
+  float *scw = reinterpret_cast<float *>(smem + L.sc) + (size_t)warp * R3 * 8; /* [R3][8] NVFP4W scales */
+
+  raw_batch<M> rb;
+  float x[R3][M], xn[R3][M]; /* this batch's decoded rows; the next batch's fp32 rows */
+  const bool rows_f32 = f32 != nullptr || FK == RK_F32 || FK == RK_GEN; /* values already in xn */
+  /* the next batch's loads go out before this batch's dot products: codes into rb, fp32 rows into
+     xn (a verification's fp32 scratch rows in a low-precision instance wait instead, so that the
+     instance does not hold two batches of floats) */
+  const bool ahead = FK == RK_F32 || ((FK == RK_BF16W || FK == RK_NVFP4W || FK == RK_E4M3W) && f32 == nullptr);
+  /* the first batch's bytes are in flight while the block waits for its staged vectors */
+  if (nbatch > 0) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0, nr, lc, dk, lane);
+  cp_async_wait<0>();
+  __syncthreads();
+
+  if (all_skip)
+    for (int qi = 0; qi < nq; qi++)
+      if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
+#pragma unroll 1
+  for (int c = 0; c < nbatch; c++) {
+    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
+    if (rows_f32) {
+#pragma unroll
+      for (int r = 0; r < R3; r++)
+#pragma unroll
+        for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
+    } else {
+      ro4_decode<M, FK>(rb, x, s_dec, lane, scw);
+    }
+    if (ahead && c + 1 < nbatch) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R3, nr - r0 - R3, lc, dk, lane);
+    /* QG x 8 sums per reduction; a step's 1 (Mamba-2) or 2 (GDN) queries are one group, and
+       the instance is chosen per operation so that a step does not hold a verification's
+       32 sums in registers */
+    cy_chunk<M, QG>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
+    if (!ahead && c + 1 < nbatch) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R3, nr - r0 - R3, lc, dk, lane);
+  }
+  __syncwarp();
+  if (lane >= nr) return;
+  const int i = i0 + lane;
+  for (int qi = 0; qi < nq; qi++) {
+    const query qq = query_of(d, op, h, qi, Tb);
+    const float *cq = cf + (size_t)qi * (cap + 1);
+    /* rssm_readout_row of ssm_math.h, the same operations in the same order */
+    float acc = cd[(size_t)qi * dv + i] * cq[cap];
+    for (int j = 0; j < qq.n; j++) acc = acc + xs[(size_t)j * dv + i] * cq[j];
+    if (qq.kind == Q_U) {
+      const size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
+      const float u = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], d.rec_alpha[ri], acc);
+      d.rec_x[ri * dv + i] = u;
+      xs[(size_t)(qq.rec - 1) * dv + i] = u; /* later queries of this lane read it */
+    } else {
+      o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
+    }
+  }
+}
+
+/* Calls f(M, FK) with both as std::integral_constant. */
+template <int M, class F>
+void with_fk(int FK, F f) {
+  if (FK == RK_F32) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_F32>());
+  else if (FK == RK_BF16) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_BF16>());
+  else if (FK == RK_NVFP4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_NVFP4>());
+  else if (FK == RK_E4M3) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_E4M3>());
+  else if (FK == RK_NVFP4W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_NVFP4W>());
+  else if (FK == RK_E4M3W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_E4M3W>());
+  else if (FK == RK_BF16W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_BF16W>());
+  else f(std::integral_constant<int, M>(), std::integral_constant<int, RK_GEN>());
+}
+
 /* Calls f(M, FC) with M and FC as std::integral_constant: the template instance of a run. */
 template <int M, class F>
 void with_fc(int FC, F f) {
@@ -600,6 +899,37 @@ void launch_ro3(int M, int FC, dim3 grid, unsigned threads, size_t smem, cudaStr
   });
 }
 
+/* The query group of an operation: a step's 1 or 2 queries at once, a verification's in fours. */
+inline int ro4_qg(const dev_state &d, int op) { return op == OP_STEP ? (d.gdn ? 2 : 1) : QG3; }
+
+void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ) {
+  const int qg = ro4_qg(d, op);
+  auto go = [&](auto m, auto fk) {
+    constexpr int MM = decltype(m)::value, FK = decltype(fk)::value;
+    if (qg == 1) ro4_kernel<MM, FK, 1><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    else if (qg == 2) ro4_kernel<MM, FK, 2><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    else ro4_kernel<MM, FK, QG3><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+  };
+  if (M <= 4) with_fk<4>(ro4_kind(rd, 4, d.dk), go);
+  else with_fk<8>(ro4_kind(rd, 8, d.dk), go);
+}
+
+/* Raises the dynamic shared memory limit of every ro4 instance of one M to optin. */
+template <int M, int FK>
+bool raise_ro4_one(int optin) {
+  return cudaFuncSetAttribute(ro4_kernel<M, FK, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess &&
+         cudaFuncSetAttribute(ro4_kernel<M, FK, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess &&
+         cudaFuncSetAttribute(ro4_kernel<M, FK, QG3>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess;
+}
+template <int M>
+bool raise_ro4(int optin) {
+  return raise_ro4_one<M, RK_F32>(optin) && raise_ro4_one<M, RK_BF16>(optin) && raise_ro4_one<M, RK_NVFP4>(optin) &&
+         raise_ro4_one<M, RK_E4M3>(optin) && raise_ro4_one<M, RK_GEN>(optin) &&
+         (M != 4 || (raise_ro4_one<M, RK_NVFP4W>(optin) && raise_ro4_one<M, RK_E4M3W>(optin) &&
+                     raise_ro4_one<M, RK_BF16W>(optin)));
+}
+
 int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen) {
   const void *r2[] = {
       reinterpret_cast<const void *>(ro2_kernel<4, FC_F32>), reinterpret_cast<const void *>(ro2_kernel<4, FC_F16>),
@@ -623,6 +953,8 @@ int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen) {
   for (const void *f : r3)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
       return rssm_fail(err, errlen, "cannot raise the v3 readout's shared memory to %d bytes", optin);
+  if (!raise_ro4<4>(optin) || !raise_ro4<8>(optin))
+    return rssm_fail(err, errlen, "cannot raise the v4 readout's shared memory to %d bytes", optin);
   return 0;
 }
 
