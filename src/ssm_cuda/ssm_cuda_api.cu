@@ -140,12 +140,6 @@ store_params store_of(const ssm_cuda_state *st, const ssm_cuda_ckpt *c) {
  * codes, spread over the lanes) and no verification needs the fp32 S afterwards. Scaled formats
  * go through store_kernel, which has a thread per block (in the warp, one lane would encode a
  * whole block serially) and, for NVFP4, the matrix amax. */
-/* RSSM_MAT_GEN selects the fp32 materialisation of a lab build: 4 (mat3_kernel's arithmetic with
- * the rows loaded straight into registers) or 3 (the staged tile). */
-#ifndef RSSM_MAT_GEN
-#define RSSM_MAT_GEN 4
-#endif
-
 void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o,
                        cudaStream_t s) {
   dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
@@ -159,19 +153,15 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const bool f32 = src.kind == QF_FP32 &&
                    (nstore == 0 || (pm.v.kind == QF_FP32 && (nstore < 2 || pl.v.kind == QF_FP32)));
   const int ntiles = (d.dv + 31) / 32;
-  const size_t sm3 = mat3_smem_bytes(ntiles, d.cap, d.dv, d.dk);
-  /* mat3 (the whole tile in flight) was faster than mat2 for the fp32 materialisations at B = 256
-     (conventional step 1.03-1.46x, flushes inside replay and spec), but the conventional step at
-     B = 1 was 1-2 us faster with mat2 (28.7-35.8 us against 29.5-37.6 on the four shapes; H200,
-     2026-12-01, docs/gpu-results.md "SSM kernels v3", results/h200-2026-12-01/kernels-v3/). Both
-     give the same bits. */
+  const size_t sm4 = mat4_smem_bytes(d.cap, d.dv, d.dk);
+  /* mat4 is faster than mat2 and the staged mat3 for the fp32 materialisations at B = 256
+     (2026-12-03, docs/gpu-results.md "Session 15": conventional step 1.04-1.18x, replay flush
+     1.34-1.44x against mat3), but the conventional step at B = 1 was 1-2 us faster with mat2
+     (28.7-35.8 us against mat3's 29.5-37.6, 2026-12-01, "SSM kernels v3"). All give the same
+     bits. */
   const bool b1_conventional_step = op == OP_STEP && d.conventional && st->B == 1;
-  if (RSSM_MAT_GEN == 4 && f32 && !b1_conventional_step && mat3_smem_bytes(0, d.cap, d.dv, d.dk) <= st->smem_optin &&
-      ntiles <= 8)
-    launch_mat4(M, grid, (unsigned)(32 * ntiles), mat3_smem_bytes(0, d.cap, d.dv, d.dk), s, d, src, op, q, o, nstore,
-                pm, pl);
-  else if (f32 && !b1_conventional_step && sm3 <= st->smem_optin && ntiles <= 8)
-    launch_mat3(M, grid, (unsigned)(32 * ntiles), sm3, s, d, src, op, q, o, nstore, pm, pl);
+  if (f32 && !b1_conventional_step && sm4 <= st->smem_optin && ntiles <= 8)
+    launch_mat4(M, grid, (unsigned)(32 * ntiles), sm4, s, d, src, op, q, o, nstore, pm, pl);
   else
     launch_mat2(M, f32, grid, mat2_smem_bytes(d.cap, d.dv, d.dk), s, d, src, op, q, o, nstore, pm, pl);
   if (nstore > 0) return;
@@ -179,32 +169,13 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   if (d.split) launch_store(grid, s, d, pl);
 }
 
-/* Whether pre3 + ro3 run for every operation of a state (the largest staged row: a
- * verification's fp32 S row; the largest scale row: 4 bytes per 8 elements bounds every format). */
-bool v3_readout_fits(int cap, int nq, const ssm_dims *d, size_t optin) {
+/* Whether pre3 + ro4 run for every operation of a state (its largest: a verification's nq
+ * queries; ro4's shared memory does not depend on the read format). */
+bool v4_readout_fits(int cap, int nq, const ssm_dims *d, size_t optin) {
   const int ntiles = (d->dv + 31) / 32;
-  const size_t crow = (size_t)d->dk * sizeof(float), srow = ((size_t)d->dk + 7) / 8 * 4;
-  const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d->dk, cap, d->dv);
+  const ro4_layout L = ro4_layout_of(nq, d->dk, cap, d->dv);
   const size_t psm = pre3_smem_bytes(cap, nq, d->H / d->G, d->dk, nq);
   return L.total <= optin && psm <= optin && d->dk <= 256 && ntiles <= 8;
-}
-
-/* pre3 + ro3 when their shared memory fits; false (nothing launched) otherwise, and the caller
- * runs ro2. */
-bool launch_readout_v3(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
-                       cudaStream_t s, const ck_view &rd, int nq, int fc) {
-  const int ntiles = (d.dv + 31) / 32;
-  size_t crow = (size_t)rd.code_row;
-  if (op == OP_VERIFY && crow < (size_t)d.dk * sizeof(float)) crow = (size_t)d.dk * sizeof(float);
-  const size_t srow = rd.scales_off >= 0 ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
-  const ro3_layout L = ro3_layout_of(ntiles, crow, srow, nq, d.dk, d.cap, d.dv);
-  const size_t psm = pre3_smem_bytes(d.cap, nq, d.hpg, d.dk, op == OP_STEP ? 1 : d.T);
-  /* one warp per 32 rows within the kernels' 256-thread launch bounds */
-  if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
-  launch_pre3(dim3((unsigned)d.G, (unsigned)st->B), psm, s, d, op, q, nt, st->coefs, st->nq_max);
-  launch_ro3(d.dk <= 128 ? 4 : 8, fc, dim3((unsigned)d.H, (unsigned)st->B), (unsigned)(32 * ntiles), L.total, s, d,
-             rd, op, q, nt, o, st->coefs, st->nq_max, crow, srow);
-  return true;
 }
 
 /* pre3 + ro4 when their shared memory fits; false (nothing launched) otherwise. */
@@ -221,27 +192,14 @@ bool launch_readout_v4(ssm_cuda_state *st, const dev_state &d, int op, const flo
   return true;
 }
 
-/* RSSM_READOUT_GEN selects the readout generation of a lab build (docs/ssm-cuda.md, "Kernels"):
- * 4 (the default) or 3 (session 14's selection: ro3 for fp32 and 16-bit reads, ro2 for 8- and
- * 4-bit ones), so that one device call can time both on the same machine. */
-#ifndef RSSM_READOUT_GEN
-#define RSSM_READOUT_GEN 4
-#endif
-
 void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
                     cudaStream_t s) {
   int nq = (op == OP_STEP ? 1 : d.T) * (d.gdn ? 2 : 1);
   const ck_view rd = view_of(read_ckpt(st));
   const int fc = format_class(rd.kind);
-  if (RSSM_READOUT_GEN == 4 && launch_readout_v4(st, d, op, q, nt, o, s, rd, nq, fc)) return;
-  /* Measured on the H200 (2026-12-01, docs/gpu-results.md "SSM kernels v3"; the non-flush step
-     of `replay L=16` at B = 256 in results/h200-2026-12-01/kernels-v3/bench_v{2,3}.csv): pre3 +
-     ro3 are faster than ro2 for fp32 reads (1.22-1.31x) and 16-bit reads (bf16 1.17-1.22x: 639 /
-     574 / 348 / 639 us against 748 / 697 / 419 / 782 on the four shapes), and slower for 8- and
-     4-bit ones (fp8 1.6-2.0x, nvfp4 2.7-3.5x), which stay on ro2.
-     Both give the same bits. Under skip= ro3 runs for every format: only it has the threshold. */
-  const bool v3_readout = fc == FC_F32 || fc == FC_F16 || d.skip > 0.0;
-  if (v3_readout && launch_readout_v3(st, d, op, q, nt, o, s, rd, nq, fc)) return;
+  /* pre3 + ro4: every case that fits (docs/gpu-results.md "Session 15"); ro2 otherwise (it has
+     no skip=, which ssm_cuda_build refuses where ro4 does not fit) */
+  if (launch_readout_v4(st, d, op, q, nt, o, s, rd, nq, fc)) return;
   launch_ro2(d.dk <= 128 ? 4 : 8, fc, dim3((unsigned)d.G, (unsigned)st->B), ro2_smem_bytes(d.cap, nq, d.dk, d.hpg), s,
              d, rd, op, q, nt, o);
 }
@@ -283,7 +241,7 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   /* shared memory: the readout's largest operation (a verification, for spec) and the
      materialisation's staged records must fit */
   int nq = (cfg->strategy == SSM_SPEC ? cfg->T : 1) * (d->kind == SSM_GDN ? 2 : 1);
-  /* (ro2 and mat2 are the kernels that every shape can fall back to; mat3, pre3 and ro3 run only
+  /* (ro2 and mat2 are the kernels that every shape can fall back to; mat4, pre3 and ro4 run only
      where they fit) */
   size_t smem = ro2_smem_bytes(st->cap, nq, d->dk, d->H / d->G);
   size_t msmem = mat2_smem_bytes(st->cap, d->dv, d->dk);
@@ -297,9 +255,9 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
   if (raise_smem_readout(smem, optin, err, errlen) != 0 || raise_smem_mat(msmem, optin, err, errlen) != 0) return -1;
   st->smem_optin = (size_t)optin;
   st->nq_max = nq;
-  /* Appendix F's skip= lives in ro3 only; it must then run for every readout */
-  if (cfg->skip > 0.0 && !v3_readout_fits(st->cap, nq, d, (size_t)optin))
-    return rssm_fail(err, errlen, "skip=: the v3 readout does not fit this shape (%d x %d)", d->dv, d->dk);
+  /* Appendix F's skip= lives in ro4 only; it must then run for every readout */
+  if (cfg->skip > 0.0 && !v4_readout_fits(st->cap, nq, d, (size_t)optin))
+    return rssm_fail(err, errlen, "skip=: the v4 readout does not fit this shape (%d x %d)", d->dv, d->dk);
 
   size_t Bz = (size_t)B, H = (size_t)d->H, dv = (size_t)d->dv, dk = (size_t)d->dk, G = (size_t)d->G;
   size_t cap = (size_t)st->cap;

@@ -20,7 +20,7 @@
  *                         checkpoints
  *   ssm_cuda_readout.cu   output-only readouts (replay non-flush steps, spec drafts, GDN u):
  *                         pre3_kernel + ro4_kernel (the default), ro2_kernel (shapes ro4 does
- *                         not take), ro3_kernel (lab builds with -DRSSM_READOUT_GEN=3)
+ *                         not take)
  *   ssm_cuda_decoders.cu  ssm_cuda_check_decoders: the readouts' fast decoders and tables against
  *                         the reference decoders, every code
  * Kernel names keep the generation they were measured as (v2: mat2, ro2; v3: mat3, pre3, ro3;
@@ -53,14 +53,14 @@ constexpr int V2_WARPS = 8; /* warps of a mat2 or ro2 block */
 /* rows per warp in flight (mat2) and per batch (ro2): 8 rows of dk <= 128 (32 registers of
    state per lane), 4 of dk <= 256 */
 __host__ __device__ constexpr int v2_rows(int M) { return M <= 4 ? 8 : 4; }
-constexpr int R3 = 8; /* mat3, ro3: rows per chunk; a warp's 32-row tile is 4 chunks (4 commit groups) */
+constexpr int R3 = 8; /* mat3/mat4, ro4: rows per batch; a warp's 32-row tile is 4 batches */
 
 /* Device pointers and sizes of the state, passed to kernels by value. */
 struct dev_state {
   int B, H, dv, dk, G, hpg, cap, L, T, gdn, conventional, spec, split, recompute;
   int *base, *h, *pending, *flushed, *flag, *misuse;
   int *ndraft;                /* [B] this verification's drafts per row (0..T) */
-  double skip;                /* Appendix F threshold (cfg.skip; 0 = off; ro3 only) */
+  double skip;                /* Appendix F threshold (cfg.skip; 0 = off; ro4 only) */
   uint64_t *nflush;
   uint32_t *event;            /* [B][H] */
   const uint64_t *matrix_id;  /* [B][H] */
@@ -147,13 +147,6 @@ __device__ inline void cp_async(void *smem_dst, const void *gsrc, int bytes) {
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-/* Chunk c of 4 (commit groups issued in order, the last one last): wait until it has arrived. */
-__device__ inline void cp_async_wait_chunk(int c) {
-  if (c == 0) cp_async_wait<3>();
-  else if (c == 1) cp_async_wait<2>();
-  else if (c == 2) cp_async_wait<1>();
-  else cp_async_wait<0>();
-}
 
 /* Copies len bytes from global src to shared dst (16-byte aligned) with the threads t = 0..nt-1
  * of a group: 16-, 8- or 4-byte asynchronous pieces when src and len allow, else plain byte
@@ -171,27 +164,6 @@ __device__ inline void stage(uint8_t *dst, const uint8_t *src, size_t len, int t
 }
 
 __host__ __device__ constexpr size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
-
-/* Shared-memory layout of ro3_kernel (byte offsets), from the shape and the read format.
- * crow/srow: staged code and scale bytes per state row (the larger of the checkpoint's and, in
- * a verification, the fp32 scratch row's). */
-struct ro3_layout {
-  size_t tile, stile, codes, scales, ys, cf, cd, xs, total;
-};
-__host__ __device__ inline ro3_layout ro3_layout_of(int ntiles, size_t crow, size_t srow, int nq, int dk, int cap,
-                                                    int dv) {
-  ro3_layout l;
-  l.tile = align16(32 * crow);
-  l.stile = align16(32 * srow);
-  l.codes = 0;
-  l.scales = l.codes + (size_t)ntiles * l.tile;
-  l.ys = l.scales + (size_t)ntiles * l.stile;
-  l.cf = l.ys + align16((size_t)nq * dk * sizeof(float));
-  l.cd = l.cf + align16((size_t)nq * (cap + 1) * sizeof(float));
-  l.xs = l.cd + align16((size_t)nq * dv * sizeof(float));
-  l.total = l.xs + align16((size_t)cap * dv * sizeof(float));
-  return l;
-}
 
 /* Shared-memory layout of ro4_kernel (byte offsets): only what every warp of a head reads (the
  * queries, the coefficients, C_i . y, the records' x); the checkpoint rows go straight to
@@ -246,11 +218,8 @@ inline size_t mat2_smem_bytes(int cap, int dv, int dk) {
   return ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk) * sizeof(float);
 }
 
-/* mat3_kernel: the whole tile of source rows per warp, then mat2's staged records. */
-inline size_t mat3_smem_bytes(int ntiles, int cap, int dv, int dk) {
-  return (size_t)ntiles * 32 * dk * sizeof(float) +
-         ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk) * sizeof(float);
-}
+/* mat4 (mat3_kernel): mat2's staged records only; the rows go straight to registers. */
+inline size_t mat4_smem_bytes(int cap, int dv, int dk) { return mat2_smem_bytes(cap, dv, dk); }
 
 /* ro2_kernel for nq queries and hpg heads per key group: the decode tables, the record x
  * pointers, then the floats. */
@@ -286,10 +255,7 @@ void launch_broadcast(uint8_t *blob, const uint8_t *one, size_t nmat, size_t bpm
 /* ssm_cuda_mat.cu. M = ceil(dk / 32) rounded up to 4 or 8. */
 void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
-void launch_mat3(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
-                 const store_params &st1);
-/* mat4: mat3_kernel with the rows loaded straight into registers (smem: mat3_smem_bytes(0, ...)) */
+/* mat4: mat3_kernel, the rows loaded straight into registers (smem: mat4_smem_bytes) */
 void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1);
@@ -305,10 +271,7 @@ void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int
 /* the instance follows the read checkpoint rd (ro4_kind) */
 void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                 const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ);
-void launch_ro3(int M, int FC, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, size_t crow,
-                size_t srow);
-/* ro2 up to ro2_bytes, pre3 and ro3 up to optin. Returns 0, or -1 naming the kernel in err. */
+/* ro2 up to ro2_bytes, pre3 and ro4 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen);
 
 }  // namespace ssmc

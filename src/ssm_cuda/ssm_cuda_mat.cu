@@ -1,7 +1,7 @@
 /* Flush rows of the SSM state engine on the GPU (ssm_cuda_internal.cuh): the conventional step,
  * replay and spec flushes, a verification's flush. S = records folded onto deq(main)
  * (ssm_materialise), a step's output S q (ssm_output_from_state), and the stores.
- *   mat3_kernel   fp32 source into fp32 (or scratch) destinations, the whole tile in flight
+ *   mat3_kernel   ("mat4") fp32 source into fp32 (or scratch) destinations, rows to registers
  *   mat2_kernel   every other source and destination format (and fp32 where mat3 does not fit)
  *   store_kernel  scaled destination formats and verifications: encode scratch S per head
  * Which one runs is decided in ssm_cuda_api.cu (launch_flush_rows). */
@@ -257,17 +257,17 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
   }
 }
 
-/* v3 materialisation of fp32 sources into fp32 destinations (the conventional fp32 step and the
- * fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one warp per 32-row tile of the
- * head. At entry the block stages the records (alphas, betas, the group's k, x or v) and every
- * warp issues asynchronous 16-byte copies of its whole tile of source rows (four commit groups
- * of 8 rows), so a block has all its bytes in flight at once and folds chunk c while chunks
- * c+1.. arrive (mat2: 6 rows per warp in flight, loaded after the previous rows were stored).
+/* v4 materialisation ("mat4", session 15) of fp32 sources into fp32 destinations (the
+ * conventional fp32 step and the fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one
+ * warp per 32-row tile of the head. At entry the block stages the records (alphas, betas, the
+ * group's k, x or v) and every warp loads its first 8 source rows straight into registers; each
+ * batch's successor is loaded before the batch is folded. (v3 staged the whole tile in shared
+ * memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
  * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
  * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
  * S q (op STEP) the same way; fp32 stores of the registers' bits. */
-template <int M, bool DIRECT>
+template <int M>
 __global__ void __launch_bounds__(256, 2)
     mat3_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
@@ -276,7 +276,6 @@ __global__ void __launch_bounds__(256, 2)
   if (d.flag[b] != FLAG_FLUSH) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
   const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
-  const int ntiles = (dv + 31) / 32;
   const int h = d.h[b], base = d.base[b];
   const int n = op == OP_STEP ? h + 1 : h;
   int rf; /* recompute_from of ssm_step.c, as mat2_kernel */
@@ -285,14 +284,13 @@ __global__ void __launch_bounds__(256, 2)
   else rf = op == OP_STEP ? n : n + 1;
   const size_t mat = (size_t)b * H + hd;
 
-  float *tiles = reinterpret_cast<float *>(smem);       /* [ntiles][32][dk] source rows (not DIRECT) */
-  float *al = tiles + (DIRECT ? 0 : (size_t)ntiles * 32 * dk); /* [cap]     record alphas */
+  float *al = reinterpret_cast<float *>(smem);          /* [cap]     record alphas */
   float *bt = al + cap;                                 /* [cap]     GDN betas */
   float *kk = bt + cap;                                 /* [cap][dk] record k (key group g) */
   float *xx = kk + (size_t)cap * dk;                    /* [cap][dv] stored x, or v where u is recomputed */
   float *qv = xx + (size_t)cap * dv;                    /* [dk]      step: q */
 
-  /* group 0: the records (and q); groups 1-4: this warp's tile, 8 rows each */
+  /* the records (and q), one commit group */
   const size_t rowb = (size_t)dk * sizeof(float); /* fp32: code_row = 4 dk */
   for (int j = threadIdx.x + 1; j <= n; j += nthr) {
     const size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
@@ -313,24 +311,12 @@ __global__ void __launch_bounds__(256, 2)
   cp_async_commit();
   const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
   const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
-  float *tile = tiles + (size_t)warp * 32 * dk;
-  /* DIRECT (mat4): rows go from global memory straight to registers, 8 at a time, the next batch's
-     loads issued before this batch's folds; the block's shared memory is only the records, so
-     many more blocks fit an SM than with the staged tile */
+  /* mat4: rows go from global memory straight to registers, 8 at a time, the next batch's loads
+     issued before this batch's folds; the block's shared memory is only the records, so many
+     more blocks fit an SM than with session 14's staged tile (48-83 KB a block) */
   float xn[R3][M];
-  if (DIRECT) {
-    load_rows_f32<M>(grow, rowb, 0, nr, dk, lane, xn);
-    cp_async_wait<0>();
-  } else {
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-      const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
-      if (rn > 0)
-        stage(reinterpret_cast<uint8_t *>(tile + (size_t)r0 * dk), grow + (size_t)r0 * rowb, (size_t)rn * rowb, lane, 32);
-      cp_async_commit();
-    }
-    cp_async_wait<4>(); /* this thread's group 0 */
-  }
+  load_rows_f32<M>(grow, rowb, 0, nr, dk, lane, xn);
+  cp_async_wait<0>();
   __syncthreads();    /* everyone's (and the plain loads of al, bt) */
 
   float qr[M];
@@ -345,23 +331,11 @@ __global__ void __launch_bounds__(256, 2)
     if (r0 >= nr) break; /* warp-uniform */
     const int rn = nr - r0 < R3 ? nr - r0 : R3;
     float x[R3][M];
-    if (DIRECT) {
 #pragma unroll
-      for (int r = 0; r < R3; r++)
+    for (int r = 0; r < R3; r++)
 #pragma unroll
-        for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
-      if (r0 + R3 < nr) load_rows_f32<M>(grow, rowb, r0 + R3, nr, dk, lane, xn);
-    } else {
-      cp_async_wait_chunk(c0);
-      __syncwarp();
-#pragma unroll
-      for (int r = 0; r < R3; r++)
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-          const int c = lane + 32 * m;
-          x[r][m] = (r < rn && c < dk) ? tile[(size_t)(r0 + r) * dk + c] : 0.0f;
-        }
-    }
+      for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
+    if (r0 + R3 < nr) load_rows_f32<M>(grow, rowb, r0 + R3, nr, dk, lane, xn); /* the next batch, ahead */
     for (int j = 1; j <= n; j++) {
       const float alpha = al[j - 1];
       const float *kj = kk + (size_t)(j - 1) * dk;
@@ -483,18 +457,11 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 #undef MAT2
 }
 
-void launch_mat3(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
-                 const store_params &st1) {
-  if (M <= 4) mat3_kernel<4, false><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat3_kernel<8, false><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-}
-
 void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
-  if (M <= 4) mat3_kernel<4, true><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat3_kernel<8, true><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  if (M <= 4) mat3_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat3_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
@@ -512,8 +479,7 @@ int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {
         return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
                          "materialisation v2", mat2_bytes);
   /* mat3 may use up to the opt-in maximum (launch_flush_rows falls back to mat2 beyond it) */
-  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4, false>), reinterpret_cast<const void *>(mat3_kernel<8, false>),
-                      reinterpret_cast<const void *>(mat3_kernel<4, true>), reinterpret_cast<const void *>(mat3_kernel<8, true>)};
+  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4>), reinterpret_cast<const void *>(mat3_kernel<8>)};
   for (const void *f : m3)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
       return rssm_fail(err, errlen, "cannot raise the v3 materialisation's shared memory to %d bytes", optin);

@@ -3,12 +3,13 @@
  * Rows that take part: step: non-flush rows; verify: every planned row, reading the scratch S
  * (fp32, just materialised) on flush rows and the read checkpoint (C_lp when split, else the
  * shared one) otherwise, as ssm_verify does.
- *   ro2_kernel               one block per (row, key group), its own setup; 8- and 4-bit reads
- *                            (through per-block decode tables)
- *   pre3_kernel, ro3_kernel  the precompute / stream split: fp32 and 16-bit reads, and every
- *                            format under skip= (only ro3 applies Appendix F's threshold)
+ *   pre3_kernel, ro4_kernel  the precompute / stream split: every read format and skip= (the
+ *                            default; measured as "v4", docs/gpu-results.md "Session 15")
+ *   ro2_kernel               one block per (row, key group), its own setup: the shapes ro4 does
+ *                            not take (dv > 256, or its shared memory over the limit), never skip=
  * Both give the same bits for every value; which one runs is decided in ssm_cuda_api.cu
- * (launch_readout). */
+ * (launch_readout). The staged-tile ro3 of 2026-12-01 (v3) lost to ro4 in every case and was
+ * deleted in session 15 (git history before that holds it). */
 #include <type_traits>
 
 #include "src/io/errbuf.h"
@@ -19,7 +20,7 @@ namespace {
 
 constexpr int RO_XCHUNK = 8; /* ro2: record values loaded at once per row */
 constexpr int PRE_WARPS = 4; /* warps of a pre3 block */
-constexpr int QG3 = 4;       /* ro3: queries reduced together: QG3 x R3 = 32 sums per halving */
+constexpr int QG3 = 4;       /* ro4: queries reduced together: QG3 x R3 = 32 sums per halving */
 
 /* Warp-32 dot of two vectors in memory. */
 __device__ inline float warp_dot(const float *a /* [dk] */, const float *y /* [dk] */, int dk, int lane) {
@@ -60,8 +61,7 @@ __device__ inline query query_of(const dev_state &d, int op, int h, int qi, int 
 }
 
 /* ---------------------------------------------------------------------------------------------
- * ro2 (measured as "v2", docs/gpu-results.md): ships for 8- and 4-bit reads, where it was 2-3.5x
- * faster than ro3 on the H200, and for shapes whose ro3 shared memory does not fit. What
+ * ro2 (measured as "v2", docs/gpu-results.md): ships for the shapes whose ro4 does not fit. What
  * keeps memory in flight: v2_rows(M) rows per batch (8; 4 when dk > 128), the first batch loaded
  * before the block's setup (fp32 and 16-bit reads), the query held in registers, and 8/4-bit
  * checkpoints decoded through per-block tables filled by rssm_decode_elem / rssm_e8m0_decode
@@ -291,20 +291,13 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * pre3 + ro3 (measured as "v3", issue 17): the output-only readout as a precompute kernel and a
- * streaming kernel. Same operations, operands and association as ro2_kernel for every value
- * (ssm_math.h items 1-3 and 5), so the same bits; what changes is where and when:
- *   - pre3 (grid G x B): the k_j . y dots of every query, the decay weights and the coefficients
- *     c_j = w_{j+1} (k_j . y) per (head, query), written to st->coefs. In ro2 this setup ran
- *     inside the streaming block, three barriers long, with no checkpoint bytes in flight for
- *     the 8- and 4-bit formats.
- *   - ro3 (grid H x B, one warp per tile of 32 state rows): at entry every lane issues
- *     asynchronous 16-byte copies (cp.async) of its warp's whole tile (codes and block scales,
- *     four commit groups of 8 rows), of the queries, the head's coefficients and its records' x
- *     into shared memory, so that a block has all its bytes in flight at once and computes
- *     chunk c while chunks c+1.. arrive. Rows are decoded in registers (quant/decode_fast.h: bit
- *     assembly, no tables), and the dot products C_i . y of 8 rows x up to 4 queries are
- *     reduced together by recursive halving (reduce_sums: 31 shuffles for 32 sums, not 160).
+ * pre3 (measured with ro3 as "v3", issue 17): the precompute half of the output-only readout.
+ * Same operations, operands and association as ro2_kernel for every value (ssm_math.h items 1-3
+ * and 5), so the same bits: the k_j . y dots of every query, the decay weights and the
+ * coefficients c_j = w_{j+1} (k_j . y) per (head, query), written to st->coefs. In ro2 this setup
+ * ran inside the streaming block, three barriers long, with no checkpoint bytes in flight. The
+ * streaming half, ro4, reduces the dot products C_i . y of 8 rows x up to 4 queries together by
+ * recursive halving (cy_chunk, reduce_sums: 31 shuffles for 32 sums, not 160).
  * ------------------------------------------------------------------------------------------- */
 
 /* Grid (G, B), PRE_WARPS warps; the rows of ro2_kernel's plan. Per (row, key group): the records'
@@ -365,37 +358,6 @@ __global__ void __launch_bounds__(PRE_WARPS * 32)
   }
 }
 
-/* Lane's columns c = lane + 32 m of one staged row, decoded as rssm_decode_at does (FC: the
- * read format's class; fp32 rows of the scratch S take FC_F32). The fast decoders return the
- * reference decoders' bits (quant/decode_fast.h); formats without one (fp8_e5m2, int8, mxfp8,
- * mxfp4) call rssm_decode_at itself on the staged bytes. */
-template <int M, int FC>
-__device__ inline void decode_row3(const uint8_t *codes /* smem row */, const uint8_t *scales /* smem row */,
-                                   int kind, int block, int scale_elem, float s_dec, int dk, int lane,
-                                   float *x /* [M] */) {
-#pragma unroll
-  for (int m = 0; m < M; m++) {
-    const int c = lane + 32 * m;
-    if (c >= dk) {
-      x[m] = 0.0f;
-      continue;
-    }
-    if (FC == FC_F32) {
-      x[m] = reinterpret_cast<const float *>(codes)[c];
-    } else if (FC == FC_F16) {
-      x[m] = rssm_decode16_fast(kind == QF_BF16, reinterpret_cast<const uint16_t *>(codes)[c]);
-    } else {
-      const uint8_t *sc = scales + (size_t)(c / block) * (size_t)scale_elem;
-      if (FC == FC_F8 && kind == QF_FP8_E4M3)
-        x[m] = rssm_e4m3_fast(codes[c]) * *reinterpret_cast<const float *>(sc);
-      else if (FC == FC_F4 && kind == QF_NVFP4)
-        x[m] = (rssm_e2m1_fast(rssm_get_nibble(codes, c)) * rssm_e4m3_fast(*sc)) * s_dec;
-      else
-        x[m] = rssm_decode_at((qformat_kind)kind, codes, sc, s_dec, c);
-    }
-  }
-}
-
 /* C_i . y of the chunk's R3 rows (registers) for queries q0.. in groups of QG, reduced together;
  * written to cd[qi][row0 + r] for rows r < rn. */
 template <int M, int QG>
@@ -434,138 +396,9 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *
   }
 }
 
-/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps). The rows and the
- * arithmetic of ro2_kernel: per row i, for each query in order, acc = (C_i . y) * w_0 and then
- * acc = acc + x_j[i] * c_j over the records in ascending order (rssm_readout_row); GDN U queries
- * turn acc into u (rssm_gdn_u), written to the ring and to the staged x that later queries of
- * this lane read. */
-template <int M, int FC>
-__global__ void __launch_bounds__(256, 2)
-    ro3_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
-               float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ,
-               size_t crow, size_t srow) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int hd = blockIdx.x, b = blockIdx.y;
-  const int fl = d.flag[b];
-  if (op == OP_STEP ? fl != FLAG_NONFLUSH : fl == FLAG_IDLE) return;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
-  const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, cap = d.cap, g = hd / d.hpg;
-  const int h = d.h[b], base = d.base[b];
-  const int Tb = op == OP_VERIFY ? d.ndraft[b] : 1;
-  const int nq = num_queries(d, op, Tb);
-  const int nmax = op == OP_STEP ? h + 1 : h + Tb;
-  const bool from_S = op == OP_VERIFY && fl == FLAG_FLUSH;
-  const size_t mat = (size_t)b * H + hd;
-  const ro3_layout L = ro3_layout_of((int)((dv + 31) / 32), crow, srow, nq, dk, cap, dv);
-  float *ys = reinterpret_cast<float *>(smem + L.ys); /* [nq][dk] queries */
-  float *cf = reinterpret_cast<float *>(smem + L.cf); /* [nq][cap + 1] c_j, w_0 at cap */
-  float *cd = reinterpret_cast<float *>(smem + L.cd); /* [nq][dv] C_i . y */
-  float *xs = reinterpret_cast<float *>(smem + L.xs); /* [nmax][dv] record x of this head */
-
-  /* group 0: what every warp reads (queries, coefficients, records) */
-  for (int qi = 0; qi < nq; qi++) {
-    const query qq = query_of(d, op, h, qi, Tb);
-    const float *y = qq.kind == Q_U ? d.rec_k + (((size_t)b * cap + slot_of(d, base, qq.rec)) * G + g) * dk
-                                    : q_in + (((size_t)b * nt + qq.t) * G + g) * dk;
-    stage(reinterpret_cast<uint8_t *>(ys + (size_t)qi * dk), reinterpret_cast<const uint8_t *>(y),
-          (size_t)dk * sizeof(float), threadIdx.x, nthr);
-  }
-  /* the coefficients of this head's nq queries are contiguous: [qi][cap + 1] */
-  stage(reinterpret_cast<uint8_t *>(cf), reinterpret_cast<const uint8_t *>(coefs + mat * NQ * (size_t)(cap + 1)),
-        (size_t)nq * (cap + 1) * sizeof(float), threadIdx.x, nthr);
-  for (int j = 1; j <= nmax; j++)
-    stage(reinterpret_cast<uint8_t *>(xs + (size_t)(j - 1) * dv),
-          reinterpret_cast<const uint8_t *>(d.rec_x + (((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv),
-          (size_t)dv * sizeof(float), threadIdx.x, nthr);
-  cp_async_commit();
-  /* Appendix F: with skip=THR the coefficients come first, and a head whose every query has
-     w_0 < THR loads no checkpoint byte at all (that is the time the threshold saves) */
-  bool all_skip = false;
-  if (d.skip > 0.0) { /* block-uniform */
-    cp_async_wait<0>();
-    __syncthreads();
-    all_skip = true;
-    for (int qi = 0; qi < nq; qi++) all_skip = all_skip && (double)cf[(size_t)qi * (cap + 1) + cap] < d.skip;
-  }
-
-  /* groups 1-4: this warp's tile, 8 rows each (codes, then block scales) */
-  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
-  const uint8_t *mb = rd.blob + mat * (size_t)rd.bpm;
-  const uint8_t *gcodes = from_S ? reinterpret_cast<const uint8_t *>(d.S + (mat * dv + i0) * dk)
-                                 : mb + rd.codes_off + (size_t)i0 * (size_t)rd.code_row;
-  const size_t code_row = from_S ? (size_t)dk * sizeof(float) : (size_t)rd.code_row;
-  const bool scaled = !from_S && rd.scales_off >= 0;
-  const size_t scale_row = scaled ? (size_t)(rd.blocks_per_row * rd.scale_elem) : 0;
-  const uint8_t *gscales = scaled ? mb + rd.scales_off + (size_t)i0 * scale_row : nullptr;
-  uint8_t *tcodes = smem + L.codes + (size_t)warp * L.tile;
-  uint8_t *tscales = smem + L.scales + (size_t)warp * L.stile;
-#pragma unroll
-  for (int c = 0; c < 4; c++) {
-    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
-    if (rn > 0 && !all_skip) {
-      stage(tcodes + (size_t)r0 * code_row, gcodes + (size_t)r0 * code_row, (size_t)rn * code_row, lane, 32);
-      if (scaled)
-        stage(tscales + (size_t)r0 * scale_row, gscales + (size_t)r0 * scale_row, (size_t)rn * scale_row, lane, 32);
-    }
-    cp_async_commit();
-  }
-  const float s_dec =
-      (!from_S && !all_skip && rd.kind == QF_NVFP4) ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f;
-
-  cp_async_wait<4>(); /* this thread's group 0 */
-  __syncthreads();    /* everyone's */
-
-  if (all_skip)
-    for (int qi = 0; qi < nq; qi++)
-      if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
-#pragma unroll 1
-  for (int c = 0; c < 4; c++) {
-    const int r0 = c * R3;
-    if (r0 >= nr || all_skip) break; /* warp-uniform */
-    cp_async_wait_chunk(c);
-    __syncwarp();
-    float x[R3][M];
-#pragma unroll
-    for (int r = 0; r < R3; r++) {
-      if (r0 + r >= nr) { /* rows past dv: zeros, their sums are not stored */
-#pragma unroll
-        for (int m = 0; m < M; m++) x[r][m] = 0.0f;
-        continue;
-      }
-      const uint8_t *rc = tcodes + (size_t)(r0 + r) * code_row;
-      const uint8_t *rs = tscales + (size_t)(r0 + r) * scale_row;
-      if (from_S) decode_row3<M, FC_F32>(rc, rs, QF_FP32, 0, 0, 1.0f, dk, lane, x[r]);
-      else decode_row3<M, FC>(rc, rs, rd.kind, rd.block, (int)rd.scale_elem, s_dec, dk, lane, x[r]);
-    }
-    const int rn = nr - r0 < R3 ? nr - r0 : R3;
-    /* a step has 1 (Mamba-2) or 2 (GDN) queries: 8 or 16 sums per reduction, else 32 */
-    if (nq == 1) cy_chunk<M, 1>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
-    else if (nq == 2) cy_chunk<M, 2>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
-    else cy_chunk<M, QG3>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
-  }
-  __syncwarp();
-  if (lane >= nr) return;
-  const int i = i0 + lane;
-  for (int qi = 0; qi < nq; qi++) {
-    const query qq = query_of(d, op, h, qi, Tb);
-    const float *cq = cf + (size_t)qi * (cap + 1);
-    /* rssm_readout_row of ssm_math.h, the same operations in the same order */
-    float acc = cd[(size_t)qi * dv + i] * cq[cap];
-    for (int j = 0; j < qq.n; j++) acc = acc + xs[(size_t)j * dv + i] * cq[j];
-    if (qq.kind == Q_U) {
-      const size_t ri = ((size_t)b * cap + slot_of(d, base, qq.rec)) * H + hd;
-      const float u = rssm_gdn_u(d.rec_v[ri * dv + i], d.rec_beta[ri], d.rec_alpha[ri], acc);
-      d.rec_x[ri * dv + i] = u;
-      xs[(size_t)(qq.rec - 1) * dv + i] = u; /* later queries of this lane read it */
-    } else {
-      o[(((size_t)b * nt + qq.t) * H + hd) * dv + i] = acc;
-    }
-  }
-}
-
 /* ---------------------------------------------------------------------------------------------
  * ro4 (issue 17, session 15): pre3's coefficients, then a streaming kernel that reads the
- * checkpoint rows from global memory straight into registers. Why: ro3 staged each warp's whole
+ * checkpoint rows from global memory straight into registers. Why: ro3 (v3) staged each warp's whole
  * 32-row tile in shared memory (55-96 KB a block), so 2-4 blocks fitted an SM (17-18 %
  * occupancy, DRAM 43 %, ncu 2026-12-03), and its decoders spent ~20 instructions an element (the
  * runtime division c / block, branchy E2M1 / E4M3 decodes). Here a block holds only the queries,
@@ -736,7 +569,7 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
   }
 }
 
-/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps), as ro3_kernel: per row
+/* Grid (H, B), one warp per 32-row tile of the head (ceil(dv / 32) warps): per row
  * i, for each query in order, acc = (C_i . y) * w_0, then acc = acc + x_j[i] * c_j over the records
  * in ascending order (rssm_readout_row); GDN U queries turn acc into u (rssm_gdn_u), written to the
  * ring and to the staged x that later queries of this lane read. */
@@ -890,15 +723,6 @@ void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int
   pre3_kernel<<<grid, PRE_WARPS * 32, smem, s>>>(d, op, q, nt, coefs, NQ);
 }
 
-void launch_ro3(int M, int FC, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, size_t crow,
-                size_t srow) {
-  with_m_fc(M, FC, [&](auto m, auto fc) {
-    ro3_kernel<decltype(m)::value, decltype(fc)::value><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ,
-                                                                                     crow, srow);
-  });
-}
-
 /* The query group of an operation: a step's 1 or 2 queries at once, a verification's in fours. */
 inline int ro4_qg(const dev_state &d, int op) { return op == OP_STEP ? (d.gdn ? 2 : 1) : QG3; }
 
@@ -942,17 +766,13 @@ int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen) {
       if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ro2_bytes) != cudaSuccess)
         return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes", "readout v2",
                          ro2_bytes);
-  /* pre3 and ro3 may use up to the opt-in maximum (launch_readout falls back to ro2 beyond it) */
+  /* pre3 and ro4 may use up to the opt-in maximum (launch_readout falls back to ro2 beyond it) */
   const void *r3[] = {
       reinterpret_cast<const void *>(pre3_kernel),
-      reinterpret_cast<const void *>(ro3_kernel<4, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<4, FC_F16>),
-      reinterpret_cast<const void *>(ro3_kernel<4, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<4, FC_F4>),
-      reinterpret_cast<const void *>(ro3_kernel<8, FC_F32>), reinterpret_cast<const void *>(ro3_kernel<8, FC_F16>),
-      reinterpret_cast<const void *>(ro3_kernel<8, FC_F8>),  reinterpret_cast<const void *>(ro3_kernel<8, FC_F4>),
   };
   for (const void *f : r3)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
-      return rssm_fail(err, errlen, "cannot raise the v3 readout's shared memory to %d bytes", optin);
+      return rssm_fail(err, errlen, "cannot raise the readout precompute's shared memory to %d bytes", optin);
   if (!raise_ro4<4>(optin) || !raise_ro4<8>(optin))
     return rssm_fail(err, errlen, "cannot raise the v4 readout's shared memory to %d bytes", optin);
   return 0;
