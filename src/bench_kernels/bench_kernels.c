@@ -746,7 +746,7 @@ static void part_lp(bench *bn, int si) {
   }
 }
 
-/* Part skip, timed (ro3, the only readout that skips): the non-flush step of `replay L=16
+/* Part skip, timed (ro4, the only readout that skips): the non-flush step of `replay L=16
  * ckpt=fp32` with and without skip=thr on timing decays alpha ~ U(0.1, 0.6), constant per head
  * over the graph's steps, so that head h's checkpoint weight after n records is alpha^n and the
  * reads skipped are those with alpha^n < thr (counted here for the same decays). Rows: part skip,

@@ -82,7 +82,7 @@ typedef struct {
 
   /* scratch: the fp32 state materialised by a flush (only flush rows touch it) */
   float *S;             /* [B][H][dv][dk] */
-  /* pre3 -> ro3: the readout's record coefficients per query, c_j at j < n and w_0 at cap
+  /* pre3 -> ro4: the readout's record coefficients per query, c_j at j < n and w_0 at cap
      (replay and spec) */
   float *coefs;         /* [B][H][nq_max][cap + 1] */
   int nq_max;           /* readout queries of the largest operation: (spec ? T : 1) x (GDN ? 2 : 1) */

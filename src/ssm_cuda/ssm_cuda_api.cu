@@ -153,17 +153,18 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const bool f32 = src.kind == QF_FP32 &&
                    (nstore == 0 || (pm.v.kind == QF_FP32 && (nstore < 2 || pl.v.kind == QF_FP32)));
   const int ntiles = (d.dv + 31) / 32;
-  const size_t sm4 = mat4_smem_bytes(d.cap, d.dv, d.dk);
   /* mat4 is faster than mat2 and the staged mat3 for the fp32 materialisations at B = 256
      (2026-12-03, docs/gpu-results.md "Session 15": conventional step 1.04-1.18x, replay flush
      1.34-1.44x against mat3), but the conventional step at B = 1 was 1-2 us faster with mat2
      (28.7-35.8 us against mat3's 29.5-37.6, 2026-12-01, "SSM kernels v3"). All give the same
      bits. */
   const bool b1_conventional_step = op == OP_STEP && d.conventional && st->B == 1;
-  if (f32 && !b1_conventional_step && sm4 <= st->smem_optin && ntiles <= 8)
-    launch_mat4(M, grid, (unsigned)(32 * ntiles), sm4, s, d, src, op, q, o, nstore, pm, pl);
+  /* mat4's shared memory is mat2's, which ssm_cuda_build checked against the limit */
+  const size_t msm = mat2_smem_bytes(d.cap, d.dv, d.dk);
+  if (f32 && !b1_conventional_step && ntiles <= 8)
+    launch_mat4(M, grid, (unsigned)(32 * ntiles), msm, s, d, src, op, q, o, nstore, pm, pl);
   else
-    launch_mat2(M, f32, grid, mat2_smem_bytes(d.cap, d.dv, d.dk), s, d, src, op, q, o, nstore, pm, pl);
+    launch_mat2(M, f32, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
   if (nstore > 0) return;
   launch_store(grid, s, d, pm);
   if (d.split) launch_store(grid, s, d, pl);
@@ -180,13 +181,12 @@ bool v4_readout_fits(int cap, int nq, const ssm_dims *d, size_t optin) {
 
 /* pre3 + ro4 when their shared memory fits; false (nothing launched) otherwise. */
 bool launch_readout_v4(ssm_cuda_state *st, const dev_state &d, int op, const float *q, int nt, float *o,
-                       cudaStream_t s, const ck_view &rd, int nq, int fc) {
+                       cudaStream_t s, const ck_view &rd, int nq) {
   const int ntiles = (d.dv + 31) / 32;
   const ro4_layout L = ro4_layout_of(nq, d.dk, d.cap, d.dv);
   const size_t psm = pre3_smem_bytes(d.cap, nq, d.hpg, d.dk, op == OP_STEP ? 1 : d.T);
   if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
   launch_pre3(dim3((unsigned)d.G, (unsigned)st->B), psm, s, d, op, q, nt, st->coefs, st->nq_max);
-  (void)fc;
   launch_ro4(d.dk <= 128 ? 4 : 8, dim3((unsigned)d.H, (unsigned)st->B), (unsigned)(32 * ntiles), L.total, s, d,
              rd, op, q, nt, o, st->coefs, st->nq_max);
   return true;
@@ -199,7 +199,7 @@ void launch_readout(ssm_cuda_state *st, const dev_state &d, int op, const float 
   const int fc = format_class(rd.kind);
   /* pre3 + ro4: every case that fits (docs/gpu-results.md "Session 15"); ro2 otherwise (it has
      no skip=, which ssm_cuda_build refuses where ro4 does not fit) */
-  if (launch_readout_v4(st, d, op, q, nt, o, s, rd, nq, fc)) return;
+  if (launch_readout_v4(st, d, op, q, nt, o, s, rd, nq)) return;
   launch_ro2(d.dk <= 128 ? 4 : 8, fc, dim3((unsigned)d.G, (unsigned)st->B), ro2_smem_bytes(d.cap, nq, d.dk, d.hpg), s,
              d, rd, op, q, nt, o);
 }

@@ -15,7 +15,7 @@
  *   ssm_cuda_plan.cu      plan_kernel (per row: flush decision, misuse checks, records into the
  *                         ring), the *_book kernels and commit_kernel, the initial-state fill
  *   ssm_cuda_mat.cu       flush rows (conventional steps, replay flushes, a verification's
- *                         flush): mat2_kernel and mat3_kernel materialise S = records folded
+ *                         flush): mat2_kernel and mat4_kernel materialise S = records folded
  *                         onto deq(main) (and a step's output S q), store_kernel encodes scaled
  *                         checkpoints
  *   ssm_cuda_readout.cu   output-only readouts (replay non-flush steps, spec drafts, GDN u):
@@ -24,7 +24,7 @@
  *   ssm_cuda_decoders.cu  ssm_cuda_check_decoders: the readouts' fast decoders and tables against
  *                         the reference decoders, every code
  * Kernel names keep the generation they were measured as (v2: mat2, ro2; v3: mat3, pre3, ro3;
- * v4 (session 15): ro4, and mat4 = mat3_kernel<M, true>, rows straight to registers;
+ * v4 (session 15): ro4, mat4, rows straight to registers;
  * docs/gpu-results.md); only the variant that won each case ships (docs/ssm-cuda.md, "Kernels").
  * No kernel needs a host decision, so an operation can be captured in a CUDA Graph. */
 #ifndef RSSM_SSM_CUDA_INTERNAL_CUH
@@ -53,7 +53,7 @@ constexpr int V2_WARPS = 8; /* warps of a mat2 or ro2 block */
 /* rows per warp in flight (mat2) and per batch (ro2): 8 rows of dk <= 128 (32 registers of
    state per lane), 4 of dk <= 256 */
 __host__ __device__ constexpr int v2_rows(int M) { return M <= 4 ? 8 : 4; }
-constexpr int R3 = 8; /* mat3/mat4, ro4: rows per batch; a warp's 32-row tile is 4 batches */
+constexpr int R3 = 8; /* mat4, ro4: rows per batch; a warp's 32-row tile is 4 batches */
 
 /* Device pointers and sizes of the state, passed to kernels by value. */
 struct dev_state {
@@ -218,8 +218,7 @@ inline size_t mat2_smem_bytes(int cap, int dv, int dk) {
   return ((size_t)cap * (2 + (size_t)dk + (size_t)dv) + (size_t)dk) * sizeof(float);
 }
 
-/* mat4 (mat3_kernel): mat2's staged records only; the rows go straight to registers. */
-inline size_t mat4_smem_bytes(int cap, int dv, int dk) { return mat2_smem_bytes(cap, dv, dk); }
+
 
 /* ro2_kernel for nq queries and hpg heads per key group: the decode tables, the record x
  * pointers, then the floats. */
@@ -255,12 +254,12 @@ void launch_broadcast(uint8_t *blob, const uint8_t *one, size_t nmat, size_t bpm
 /* ssm_cuda_mat.cu. M = ceil(dk / 32) rounded up to 4 or 8. */
 void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
-/* mat4: mat3_kernel, the rows loaded straight into registers (smem: mat4_smem_bytes) */
+/* mat4_kernel: the rows straight into registers; its shared memory is mat2's (the staged records) */
 void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);
-/* mat2 up to mat2_bytes, mat3 up to optin. Returns 0, or -1 naming the kernel in err. */
+/* mat2 up to mat2_bytes, mat4 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen);
 
 /* ssm_cuda_readout.cu */

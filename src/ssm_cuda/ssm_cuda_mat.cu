@@ -1,8 +1,8 @@
 /* Flush rows of the SSM state engine on the GPU (ssm_cuda_internal.cuh): the conventional step,
  * replay and spec flushes, a verification's flush. S = records folded onto deq(main)
  * (ssm_materialise), a step's output S q (ssm_output_from_state), and the stores.
- *   mat3_kernel   ("mat4") fp32 source into fp32 (or scratch) destinations, rows to registers
- *   mat2_kernel   every other source and destination format (and fp32 where mat3 does not fit)
+ *   mat4_kernel   fp32 source into fp32 (or scratch) destinations, rows straight to registers
+ *   mat2_kernel   every other source and destination format (and fp32 where mat4 does not run: dv > 256, the B = 1 conventional step)
  *   store_kernel  scaled destination formats and verifications: encode scratch S per head
  * Which one runs is decided in ssm_cuda_api.cu (launch_flush_rows). */
 #include "src/io/errbuf.h"
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
   }
 }
 
-/* mat3 / mat4: rows row0 .. row0 + rn - 1 (registers) into the nstore fp32 checkpoints as their
+/* mat4: rows row0 .. row0 + rn - 1 (registers) into the nstore fp32 checkpoints as their
  * bits (rssm_encode_block's fp32 copy), or into the scratch S when nstore == 0. */
 template <int M>
 __device__ inline void store_rows_f32(const dev_state &d, size_t mat, int row0, int rn, const float (*x)[M] /* [R3][M] */,
@@ -257,19 +257,19 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
   }
 }
 
-/* v4 materialisation ("mat4", session 15) of fp32 sources into fp32 destinations (the
+/* v4 materialisation (session 15) of fp32 sources into fp32 destinations (the
  * conventional fp32 step and the fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one
  * warp per 32-row tile of the head. At entry the block stages the records (alphas, betas, the
  * group's k, x or v) and every warp loads its first 8 source rows straight into registers; each
- * batch's successor is loaded before the batch is folded. (v3 staged the whole tile in shared
- * memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
+ * batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole
+ * tile in shared memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
  * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
  * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
  * S q (op STEP) the same way; fp32 stores of the registers' bits. */
 template <int M>
 __global__ void __launch_bounds__(256, 2)
-    mat3_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
+    mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(256, 2)
   cp_async_commit();
   const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
   const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
-  /* mat4: rows go from global memory straight to registers, 8 at a time, the next batch's loads
+  /* rows go from global memory straight to registers, 8 at a time, the next batch's loads
      issued before this batch's folds; the block's shared memory is only the records, so many
      more blocks fit an SM than with session 14's staged tile (48-83 KB a block) */
   float xn[R3][M];
@@ -460,8 +460,8 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
-  if (M <= 4) mat3_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat3_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  if (M <= 4) mat4_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat4_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
@@ -478,11 +478,11 @@ int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {
       if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mat2_bytes) != cudaSuccess)
         return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
                          "materialisation v2", mat2_bytes);
-  /* mat3 may use up to the opt-in maximum (launch_flush_rows falls back to mat2 beyond it) */
-  const void *m3[] = {reinterpret_cast<const void *>(mat3_kernel<4>), reinterpret_cast<const void *>(mat3_kernel<8>)};
-  for (const void *f : m3)
+  /* mat4 has mat2's layout (the records), which fits: raised to the opt-in maximum */
+  const void *m4[] = {reinterpret_cast<const void *>(mat4_kernel<4>), reinterpret_cast<const void *>(mat4_kernel<8>)};
+  for (const void *f : m4)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
-      return rssm_fail(err, errlen, "cannot raise the v3 materialisation's shared memory to %d bytes", optin);
+      return rssm_fail(err, errlen, "cannot raise the v4 materialisation's shared memory to %d bytes", optin);
   return 0;
 }
 

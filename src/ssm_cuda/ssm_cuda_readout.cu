@@ -405,21 +405,17 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *
  * coefficients, C_i . y and the head's record x (ro4_layout, ~10 KB for a step), the lane's code
  * and scale offsets are computed once (lane_cols_of), the read format is a template parameter
  * (one code and one scale register per element in flight, no runtime format switch) and the
- * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows are loaded one
- * 8-row batch ahead (the next batch's loads go out before this batch's dot products).
- * Same operations, operands and association as ro2 / ro3 for every value: the same bits.
+ * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows and the word
+ * kinds' codes are loaded one 8-row batch ahead (the next batch's loads go out before this
+ * batch's dot products). Same operations, operands and association as ro2 (and the CPU engine)
+ * for every value: the same bits.
  * ------------------------------------------------------------------------------------------- */
 
 /* The read formats ro4 decodes (template parameter FK). RK_GEN: every other stored format
  * (fp16 too), decoded element by element by rssm_decode_at from global memory. */
-/* blocks of 256 threads per SM the registers must allow (lab: -DRO4_MINB=N) */
-#ifndef RO4_MINB
-#define RO4_MINB 2
-#endif
-/* the word-loading instances (RK_*W) hold a batch's codes in 4-16 registers instead of 32-64 */
-#ifndef RO4_MINB_WORDS
-#define RO4_MINB_WORDS 2
-#endif
+/* blocks of 256 threads an SM that the registers must allow: 2 (128 registers, no spills); 3
+ * spilled and was no faster, for the word-loading instances too (docs/gpu-results.md "Session 15") */
+constexpr int RO4_MIN_BLOCKS = 2;
 
 enum { RK_F32 = 0, RK_BF16 = 1, RK_NVFP4 = 2, RK_E4M3 = 3, RK_GEN = 4, RK_NVFP4W = 5, RK_E4M3W = 6, RK_BF16W = 7 };
 
@@ -574,7 +570,7 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
  * in ascending order (rssm_readout_row); GDN U queries turn acc into u (rssm_gdn_u), written to the
  * ring and to the staged x that later queries of this lane read. */
 template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg) */>
-__global__ void __launch_bounds__(256, FK >= RK_NVFP4W ? RO4_MINB_WORDS : RO4_MINB)
+__global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
     ro4_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
   extern __shared__ __align__(16) unsigned char smem[];

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
         failures += !ok;
         print_line(kname, sh.name, c, t, ok);
       }
-      /* the single-row conventional step runs mat2, not mat3 (ssm_cuda_api.cu, launch_flush_rows) */
+      /* the single-row conventional step runs mat2, not mat4 (ssm_cuda_api.cu, launch_flush_rows) */
       for (const char *c : {"conventional state=fp32"}) {
         char what[80];
         snprintf(what, sizeof what, "%s B=1", c);
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         failures += !ok;
         print_line(kname, sh.name, what, t, ok);
       }
-      /* issue 17 point 3: Appendix F's skip= in the ro3 readout (the check inputs' decays
+      /* issue 17 point 3: Appendix F's skip= in the ro4 readout (the check inputs' decays
          1 - 10^-U(0.5, 4) put many heads below the thresholds within a window) */
       for (const char *c : {"replay L=16 ckpt=fp32 skip=1e-2", "replay L=16 hp=fp32 lp=nvfp4 skip=1e-3",
                             "spec L=16 T=4 ckpt=fp8/sr skip=1e-2 accept=uniform"}) {
