@@ -106,7 +106,7 @@ def heads(name, ev):
         li, h = r["layer"], r["head"]
         wr = weights[(layers[li], h)]
         s = slow.get((li, h))
-        kind = "learned" if s is None else (f"slow, fixed (design {s['memory_design']:.0f}"
+        kind = "learned" if s is None else (f"{s.get('role', 'slow')}, fixed (design {s['memory_design']:.0f}"
                                            + (f", beta target {s['beta_target']:.3g}"
                                               if "beta_target" in s else "") + ")")
         row = f"| {li} ({layers[li]}) | {h} | {kind} | {fmt(wr['memory'])} | {fmt(r['memory'])}"

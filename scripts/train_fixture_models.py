@@ -102,7 +102,14 @@ SOURCES = [("austen", 0.30), ("tdavid", 0.25), ("sotu", 0.15), ("kjv", 0.15), ("
 SLOW_BETA_WEIGHT = 0.05
 # --cap-memory M1: the learned SSM heads' memory is pushed below M1 tokens by a penalty
 # CAP_MEMORY_WEIGHT * mean softplus(log(memory_t / M1)) (SlowBeta.add_cap).
-CAP_MEMORY_WEIGHT = 0.05
+CAP_MEMORY_WEIGHT = 0.05      # --cap-weight
+# --medium-memory M: one more fixed head a layer, of memory M tokens (MEDIUM_WHY).
+MEDIUM_WHY = """Why a fixed medium head (session 16): the drift bars need an early error floor
+under split that is small under shared, which a head of 5-11 tokens gives (probes of session 13:
+at ~8 tokens ratio 53, shared growth 52x, split growth 2.85x); the learned heads go either to ~1
+token (split then grows 135-560x) or to ~17 (shared growth 5.3x), and neither a soft cap nor a
+lower one moved them (session 14); config.json's time_step_limit is no hard cap, since
+transformers' cached decode does not clamp dt. A fixed decay is one, in a standard checkpoint."""
 
 
 def log(msg):
@@ -202,11 +209,11 @@ def input_decay_rows(kind, m):
 
 
 class FixedHeads:
-    """The slow heads' fixed entries: gradients masked, values restored after every step."""
+    """The fixed heads' entries: gradients masked, values restored after every step."""
 
     def __init__(self):
         self.entries = []   # (parameter, index tuple, fp32 values)
-        self.table = []     # one dict a slow head, for eval.json and the model card
+        self.table = []     # one dict a fixed (slow or medium) head, for eval.json and the card
 
     def add(self, p, idx, values):
         import torch
@@ -399,12 +406,29 @@ def init_from_checkpoint(model, path):
     log(f"initialised from {path}: {len(sd)} tensors")
 
 
-def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0):
+def fixed_decay(m, h, mem, w, row0):
+    """Head h of SSM layer m gets the constant decay alpha = exp(-1/mem): its input-dependent
+    decay row w[row0 + h] zeroed and A_log, dt_bias set so that exp(A_log) softplus(dt_bias) =
+    1/mem, split as mem^-1/2 each (for Mamba-2 dt also scales the input: mem^-1/2 keeps the
+    state's size moderate). Returns the bf16-rounded values and the memory they give."""
+    a_log = bf16_round(math.log(mem ** -0.5))
+    dtb = bf16_round(softplus_inv(mem ** -0.5))
+    m.A_log[h] = a_log
+    m.dt_bias[h] = dtb
+    w[row0 + h].zero_()
+    rate = math.exp(a_log) * math.log1p(math.exp(dtb))
+    return {"memory_design": mem, "memory_bf16": 1.0 / (1.0 - math.exp(-rate)),
+            "A_log": a_log, "dt_bias": dtb}
+
+
+def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0,
+                     medium_memory=0.0):
     """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer
-    with memories log-spaced over slow_range; long_beta > 0: the learned GDN heads' beta is
-    pushed down where they remember longer than long_beta tokens (SlowBeta.add_learned);
-    cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to forget within cap_memory
-    tokens (SlowBeta.add_cap)."""
+    with memories log-spaced over slow_range; medium_memory > 0: the head before the slow ones
+    gets a fixed decay of that memory too (MEDIUM_WHY); long_beta > 0: the learned GDN heads'
+    beta is pushed down where they remember longer than long_beta tokens
+    (SlowBeta.add_learned); cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to
+    forget within cap_memory tokens (SlowBeta.add_cap)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed + 77)
@@ -435,32 +459,35 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
                 h = nh - SLOW_PER_LAYER + s
                 j = s * len(layers) + li          # interleaved: each layer gets a spread
                 mem = math.exp(lo + (hi - lo) * j / max(1, n_slow - 1))
-                # decay rate exp(A_log) * softplus(dt_bias) = 1/m, split as m^-1/2 each (for
-                # Mamba-2 dt also scales the input: m^-1/2 keeps the state's size moderate)
-                a_log = bf16_round(math.log(mem ** -0.5))
-                dtb = bf16_round(softplus_inv(mem ** -0.5))
-                m.A_log[h] = a_log
-                m.dt_bias[h] = dtb
-                w[row0 + h].zero_()
-                rate = math.exp(a_log) * math.log1p(math.exp(dtb))
-                fixed.table.append({"layer": li, "kind": kind, "head": h, "memory_design": mem,
-                                    "memory_bf16": 1.0 / (1.0 - math.exp(-rate)),
-                                    "A_log": a_log, "dt_bias": dtb})
+                fixed.table.append({"layer": li, "kind": kind, "head": h, "role": "slow",
+                                    **fixed_decay(m, h, mem, w, row0)})
                 if kind == "gdn":
                     fixed.table[-1]["beta_target"] = mem ** -0.5
             slow = list(range(nh - SLOW_PER_LAYER, nh))
+            slow_memories = [e["memory_design"] for e in fixed.table[-len(slow):]]
+            n_learned = nh - SLOW_PER_LAYER
+            if medium_memory > 0:
+                # the medium head: the last one before the slow heads (Mamba-2 with 4 groups:
+                # the second head of the third group, beside a learned one)
+                h = n_learned - 1
+                fixed.table.append({"layer": li, "kind": kind, "head": h, "role": "medium",
+                                    **fixed_decay(m, h, medium_memory, w, row0)})
+                n_learned -= 1
+                fixed.add(m.A_log, ([h],), m.A_log[[h]].clone())
+                fixed.add(m.dt_bias, ([h],), m.dt_bias[[h]].clone())
+                fixed.add(w, ([row0 + h],), torch.zeros(1, w.shape[1]))
             if kind == "gdn" and SLOW_BETA_WEIGHT > 0:
-                fixed.beta.add(m, slow, [e["memory_design"] for e in fixed.table[-len(slow):]])
+                fixed.beta.add(m, slow, slow_memories)
             if kind == "gdn" and long_beta > 0:
-                fixed.beta.add_learned(m, range(nh - SLOW_PER_LAYER), long_beta)
+                fixed.beta.add_learned(m, range(n_learned), long_beta)
             if cap_memory > 0:
-                fixed.beta.add_cap(m, range(nh - SLOW_PER_LAYER), cap_memory, kind)
+                fixed.beta.add_cap(m, range(n_learned), cap_memory, kind)
             fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
             fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
             rows = [row0 + h for h in slow]
             fixed.add(w, (rows,), torch.zeros(len(rows), w.shape[1]))
     for e in fixed.table:
-        log(f"    slow head: layer {e['layer']} ({e['kind']}) head {e['head']}: memory "
+        log(f"    {e['role']} head: layer {e['layer']} ({e['kind']}) head {e['head']}: memory "
             f"{e['memory_design']:.0f} tokens (bf16 {e['memory_bf16']:.0f})")
     return fixed
 
@@ -917,7 +944,8 @@ def train(name, args):
     torch.backends.cudnn.allow_tf32 = False
 
     model = builder().to(torch.float32)
-    fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory)
+    fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory,
+                             args.medium_memory)
     if args.init_from:
         init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
@@ -1112,7 +1140,8 @@ def train(name, args):
               "gdn_chunk_start": chunk_info, "m2_chunk": m2_chunk, "fast_scans": fast_info,
               "init_from": args.init_from, "warmup": warmup,
               "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
-              "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0}
+              "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0,
+              "medium_memory": args.medium_memory}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -1329,6 +1358,7 @@ def slow_range_arg(text):
 
 
 def main():
+    global BATCH, M2_GROUPS, CAP_MEMORY_WEIGHT
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
     ap.add_argument("--out", required=True)
@@ -1359,6 +1389,11 @@ def main():
                     help="push the learned SSM heads (GDN or Mamba-2) to forget within M1 tokens (a penalty on "
                          "their decay; 0: off; e.g. 100), so that the fixed slow heads carry the "
                          "long memory alone")
+    ap.add_argument("--cap-weight", type=float, default=CAP_MEMORY_WEIGHT, metavar="W",
+                    help=f"weight of --cap-memory's penalty (default {CAP_MEMORY_WEIGHT:g})")
+    ap.add_argument("--medium-memory", type=float, default=0.0, metavar="M",
+                    help="one fixed head a SSM layer (the last before the slow heads) of memory M "
+                         "tokens, like the slow heads (0: off; e.g. 8)")
     ap.add_argument("--slow-range", type=slow_range_arg, default=SLOW_MEMORIES, metavar="LO:HI",
                     help="memories of the fixed slow heads, log-spaced from LO to HI tokens "
                          f"(default {SLOW_MEMORIES[0]:g}:{SLOW_MEMORIES[1]:g}; HI at most half "
@@ -1370,9 +1405,14 @@ def main():
                     help="no training: load DIR (config.json + model.safetensors), write "
                          "DIR/tokens.npy, DIR/ref_logits.npy, DIR/eval-reference.json")
     args = ap.parse_args()
-    global BATCH, M2_GROUPS
     BATCH = args.batch
     M2_GROUPS = args.m2_groups
+    if not (args.cap_weight > 0 and math.isfinite(args.cap_weight)):
+        ap.error(f"--cap-weight {args.cap_weight}: expected a positive number")
+    if args.medium_memory != 0 and not 1 < args.medium_memory <= args.slow_range[0]:
+        ap.error(f"--medium-memory {args.medium_memory:g}: expected 0 or a memory in "
+                 f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
+    CAP_MEMORY_WEIGHT = args.cap_weight
     os.makedirs(args.out, exist_ok=True)
     import torch
     import transformers

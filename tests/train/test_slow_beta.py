@@ -3,7 +3,7 @@ the penalty equals its formula, only learned heads whose per-token memory exceed
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
 fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
 not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and the parsers of --slow-range
-and --m2-groups. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
+and --m2-groups; design_ssm_heads with --medium-memory. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
 before training, on the GPU machine (CI has no torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
@@ -172,5 +172,76 @@ for bad in ("0", "3", "8", "-2", "two"):
     except tfm.argparse.ArgumentTypeError:
         continue
     raise AssertionError(f"--m2-groups {bad} accepted")
+# design_ssm_heads with --medium-memory: per Mamba-2 layer (8 heads, 4 groups) heads 6, 7 slow,
+# head 5 fixed at the medium memory (its dt row zero, its decay 1/(1-exp(-rate)) = M), the cap
+# only on heads 0..4; an optimiser step on every parameter leaves the fixed entries as designed.
+class FakeMambaMixer2(FakeMamba2):
+    def __init__(self):
+        super().__init__(nh=8)
+        self.n_groups = 4
+        rows = 2 * self.intermediate_size + 2 * self.n_groups * self.ssm_state_size + 8
+        self.in_proj = nn.Linear(8, rows, bias=False)
+
+class FakeModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mixers = nn.ModuleList([FakeMambaMixer2(), FakeMambaMixer2()])
+
+torch.manual_seed(3)
+model = FakeModel()
+fixed = tfm.design_ssm_heads(model, 7, slow_range=(4096.0, 8192.0), cap_memory=16.0,
+                             medium_memory=8.0)
+roles = sorted((e["layer"], e["head"], e["role"]) for e in fixed.table)
+assert roles == [(li, h, r) for li in (0, 1) for h, r in ((5, "medium"), (6, "slow"), (7, "slow"))], roles
+for e in fixed.table:
+    if e["role"] == "medium":
+        # alpha = exp(-1/8): memory 1/(1-alpha) = 8.52; bf16 A_log and dt_bias: within 2 %
+        assert abs(e["memory_bf16"] / (1 / -math.expm1(-1 / 8)) - 1) < 0.02, e
+    else:
+        assert 4000 < e["memory_bf16"] < 8400, e
+before = [(m.A_log.detach().clone(), m.dt_bias.detach().clone(), m.in_proj.weight.detach().clone())
+          for m in model.mixers]
+opt = torch.optim.SGD(model.parameters(), lr=0.5)
+fixed.beta.active = True
+loss = sum(m(x) for m in model.mixers)
+fixed.beta.active = False
+cap = fixed.beta.penalty()
+assert cap is not None and len(fixed.beta.cap_terms) == 0
+(loss + cap).backward()
+opt.step()
+fixed.restore()
+for m, (a0, d0, w0) in zip(model.mixers, before):
+    row0 = m.in_proj.weight.shape[0] - 8
+    assert torch.equal(m.A_log[5:], a0[5:]) and torch.equal(m.dt_bias[5:], d0[5:])
+    assert not torch.equal(m.A_log[:5], a0[:5])            # learned heads did move
+    assert m.in_proj.weight[row0 + 5:].abs().sum() == 0     # medium and slow dt rows zero
+    assert m.in_proj.weight[row0:row0 + 5].abs().sum() > 0
+# the cap hook covers the learned heads 0..4 only (the fixed ones remember thousands of
+# tokens and would dominate it): the penalty equals its formula over those heads
+fixed.beta.active = True
+for m in model.mixers:
+    m(x)
+fixed.beta.active = False
+got = fixed.beta.penalty()
+terms = []
+for m in model.mixers:
+    dt = m.in_proj(x)[..., -8:][..., :5]
+    rate = torch.exp(m.A_log[:5]) * F.softplus(dt + m.dt_bias[:5])
+    rate = rate.clamp(min=1e-12)                            # as the hook does
+    terms.append(F.softplus(-torch.log(-torch.expm1(-rate)) - math.log(16.0)).mean())
+want = tfm.CAP_MEMORY_WEIGHT * sum(terms) / len(terms)
+assert torch.allclose(got, want), (got, want)
+for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"]):
+    try:
+        tfm_args = ["--model", "nemotronh-m2-tiny", "--out", "/nonexistent/x"] + bad
+        old_argv = tfm.sys.argv
+        tfm.sys.argv = ["train"] + tfm_args
+        tfm.main()
+    except SystemExit as e:
+        assert e.code == 2, e.code
+        continue
+    finally:
+        tfm.sys.argv = old_argv
+    raise AssertionError(f"{bad} accepted")
 print("cap penalty", float(pen), "past cap", frac)
 print("ok")
