@@ -188,7 +188,7 @@ __host__ __device__ inline ro4_layout ro4_layout_of(int nq, int dk, int cap, int
  * for a sum is then own + partner's, exactly the butterfly's p[l] + p[l ^ off] at every level (a
  * float + is commutative bit for bit), so every result has the butterfly's bits; lane l ends
  * with sum l. 31 shuffles instead of 32 x 5. */
-template <int K /* 8, 16 or 32 */>
+template <int K /* 4, 8, 16 or 32 */>
 __device__ inline float reduce_sums(float *v /* [K] */, int lane) {
   int half = K / 2;
 #pragma unroll

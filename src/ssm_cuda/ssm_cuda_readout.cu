@@ -358,14 +358,15 @@ __global__ void __launch_bounds__(PRE_WARPS * 32)
   }
 }
 
-/* C_i . y of the chunk's R3 rows (registers) for queries q0.. in groups of QG, reduced together;
- * written to cd[qi][row0 + r] for rows r < rn. */
-template <int M, int QG>
-__device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *ys /* [nq][dk] */, int nq,
+/* C_i . y of the chunk's R rows (registers) for queries q0.. in groups of QG, reduced together
+ * (QG x R sums per halving); written to cd[qi][row0 + r] for rows r < rn. Each sum is its row's
+ * and query's warp-32 dot whatever R and QG are (reduce_sums), so the batch size is free. */
+template <int M, int QG, int R>
+__device__ inline void cy_chunk(const float (*x)[M] /* [R][M] */, const float *ys /* [nq][dk] */, int nq,
                                 int dk, int dv, int row0, int rn, int lane, float *cd /* [nq][dv] */,
                                 const float *cf /* [nq][cap + 1] */, int cap, double skip) {
   for (int q0 = 0; q0 < nq; q0 += QG) {
-    float v[QG * R3];
+    float v[QG * R];
 #pragma unroll
     for (int qq = 0; qq < QG; qq++) {
       const int qi = q0 + qq < nq ? q0 + qq : nq - 1; /* past nq: a copy, not stored */
@@ -376,18 +377,18 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *
         y[m] = cc < dk ? ys[(size_t)qi * dk + cc] : 0.0f;
       }
 #pragma unroll
-      for (int r = 0; r < R3; r++) {
+      for (int r = 0; r < R; r++) {
         /* lane's warp-32 partial: +0, then p + x*y over m ascending (c < dk) */
         float p = 0.0f;
 #pragma unroll
         for (int m = 0; m < M; m++)
           if (lane + 32 * m < dk) p = p + x[r][m] * y[m];
-        v[qq * R3 + r] = p;
+        v[qq * R + r] = p;
       }
     }
-    const float sum = reduce_sums<QG * R3>(v, lane);
-    const int idx = lane / (32 / (QG * R3)), qi = q0 + idx / R3, r = idx % R3;
-    if (lane % (32 / (QG * R3)) == 0 && qi < nq && r < rn) {
+    const float sum = reduce_sums<QG * R>(v, lane);
+    const int idx = lane / (32 / (QG * R)), qi = q0 + idx / R, r = idx % R;
+    if (lane % (32 / (QG * R)) == 0 && qi < nq && r < rn) {
       /* Appendix F (ssm_readout): a query whose checkpoint weight gamma_n = w_0 is below the
          threshold (compared as doubles) counts C_i . y as +0 */
       const bool sk = skip > 0.0 && (double)cf[(size_t)qi * (cap + 1) + cap] < skip;
@@ -406,15 +407,18 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R3][M] */, const float *
  * and scale offsets are computed once (lane_cols_of), the read format is a template parameter
  * (one code and one scale register per element in flight, no runtime format switch) and the
  * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows and the word
- * kinds' codes are loaded one 8-row batch ahead (the next batch's loads go out before this
- * batch's dot products). Same operations, operands and association as ro2 (and the CPU engine)
+ * kinds' codes are loaded one batch ahead (the next batch's loads go out before this batch's dot
+ * products; 8 rows for fp32 at dk <= 128, 4 otherwise, ro4_rows); a verification's fp32 scratch
+ * rows in a low-precision instance take a loop of their own (ro4_kernel). Same operations, operands and association as ro2 (and the CPU engine)
  * for every value: the same bits.
  * ------------------------------------------------------------------------------------------- */
 
 /* The read formats ro4 decodes (template parameter FK). RK_GEN: every other stored format
  * (fp16 too), decoded element by element by rssm_decode_at from global memory. */
-/* blocks of 256 threads an SM that the registers must allow: 2 (128 registers, no spills); 3
- * spilled and was no faster, for the word-loading instances too (docs/gpu-results.md "Session 15") */
+/* blocks of 256 threads an SM that the registers must allow: 2 (128 registers). 3 (80) spilled
+ * with session 15's 8-row batches and was no faster (docs/gpu-results.md "Session 15"); with
+ * 4-row batches (ro4_rows) the word kinds stay under 82 at 2 and fit 80 without spills at 3
+ * (session 16, compiled, not timed) */
 constexpr int RO4_MIN_BLOCKS = 2;
 
 enum { RK_F32 = 0, RK_BF16 = 1, RK_NVFP4 = 2, RK_E4M3 = 3, RK_GEN = 4, RK_NVFP4W = 5, RK_E4M3W = 6, RK_BF16W = 7 };
@@ -437,26 +441,51 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
   }
 }
 
-/* One batch of R3 rows as loaded: the lane's code unit of each of its M columns and the block
+/* Rows per batch of an instance (R of ro4_tile). Every value has the same bits for any R (each
+ * C_i . y is its own warp-32 dot, cy_chunk), so R only moves registers and loads in flight. At
+ * 8 rows (session 15) the low-precision instances took 126-128 registers, most of them spilling
+ * (up to 548 bytes at M = 4, 1624 at M = 8, where a batch is 64 floats a lane), so 4-5 blocks of
+ * 4 warps fitted an SM (~20 % occupancy, docs/next-session.md "Session 15"). 4 rows halve the
+ * decoded batch and the codes held with it: no spills, the word kinds at 64-82 registers.
+ *   RO4_WORD_ROWS  the word kinds (RK_BF16W, RK_E4M3W, RK_NVFP4W; M = 4 at dk = 128)
+ *   RO4_ELEM_ROWS  every other instance but fp32 at M = 4: the element-loading low-precision
+ *                  kinds and RK_GEN, and all of M = 8 (fp32 too: it spilled 244-492 bytes)
+ * fp32 at M = 4 keeps R3 (120-128 registers, no spills). 8 builds session 15's batches, for a
+ * timing of both builds in one device call. */
+#ifndef RO4_WORD_ROWS
+#define RO4_WORD_ROWS 4
+#endif
+#ifndef RO4_ELEM_ROWS
+#define RO4_ELEM_ROWS 4
+#endif
+static_assert((RO4_WORD_ROWS == 4 || RO4_WORD_ROWS == 8) && (RO4_ELEM_ROWS == 4 || RO4_ELEM_ROWS == 8),
+              "RO4_WORD_ROWS, RO4_ELEM_ROWS: 4 or 8 (NVFP4W pairs rows; ro4_layout holds R3 = 8)");
+__host__ __device__ constexpr bool ro4_word(int FK) { return FK == RK_NVFP4W || FK == RK_E4M3W || FK == RK_BF16W; }
+__host__ __device__ constexpr int ro4_rows(int M, int FK) {
+  return ro4_word(FK) ? RO4_WORD_ROWS : (M == 4 && FK == RK_F32) ? R3 : RO4_ELEM_ROWS;
+}
+
+/* One batch of R rows as loaded: the lane's code unit of each of its M columns and the block
  * scale it needs (the E4M3 byte for NVFP4, the fp32 scale's bits for fp8). */
-template <int M>
+template <int M, int R>
 struct raw_batch {
-  uint32_t code[R3][M];
-  uint32_t scale[R3][M];
+  uint32_t code[R][M];
+  uint32_t scale[R][M];
 };
 
-/* Issues the loads of rows row0 .. row0 + R3 - 1 of the tile (rows >= nr: zeros, their sums are
- * not stored). f32 != nullptr: the rows are fp32 (a verification's scratch S) at f32 + row * dk,
- * into x directly; an fp32 checkpoint (FK = RK_F32) the same; RK_GEN decodes here. */
-template <int M, int FK>
-__device__ inline void ro4_load(raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, const float *f32 /* [dv][dk] */,
+/* Issues the loads of rows row0 .. row0 + R - 1 of the tile (rows >= nr: zeros, their sums are
+ * not stored). FK = RK_F32: fp32 rows into x directly, at f32 + row * dk when f32 != nullptr (a
+ * verification's scratch S), else the checkpoint's; the other kinds never read f32 (their
+ * instances run scratch rows through RK_F32, ro4_kernel). RK_GEN decodes here. */
+template <int M, int FK, int R>
+__device__ inline void ro4_load(raw_batch<M, R> &rb, float (*x)[M] /* [R][M] */, const float *f32 /* [dv][dk] */,
                                 const ck_view &v, const uint8_t *mb /* this matrix */, float s_dec, int row0, int nr,
                                 const lane_cols<M> &lc, int dk, int lane) {
 #pragma unroll
-  for (int r = 0; r < R3; r++) {
+  for (int r = 0; r < R; r++) {
     const int i = row0 + r;
     const bool live = r < nr;
-    if (f32 != nullptr || FK == RK_F32) {
+    if (FK == RK_F32) {
       const float *row = f32 != nullptr ? f32 + (size_t)i * dk
                                         : reinterpret_cast<const float *>(mb + v.codes_off + (size_t)i * v.code_row);
 #pragma unroll
@@ -480,9 +509,9 @@ __device__ inline void ro4_load(raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, c
       const int rr = r + (lane >> 4);
       const uint8_t *c2 = mb + v.codes_off + (size_t)(row0 + rr) * (size_t)v.code_row;
       rb.code[r >> 1][0] = rr < nr ? reinterpret_cast<const uint32_t *>(c2)[lane & 15] : 0u;
-      if (r == 0) { /* the batch's 8 x 8 scale bytes, contiguous: lane < 16 holds word lane */
+      if (r == 0) { /* the batch's R x 8 scale bytes, contiguous: lane < 2 R holds word lane */
         const uint8_t *s2 = mb + v.scales_off + (size_t)(row0 + (lane >> 1)) * 8;
-        rb.scale[0][0] = lane < 16 && (lane >> 1) < nr ? reinterpret_cast<const uint32_t *>(s2)[lane & 1] : 0u;
+        rb.scale[0][0] = lane < 2 * R && (lane >> 1) < nr ? reinterpret_cast<const uint32_t *>(s2)[lane & 1] : 0u;
       }
       continue;
     }
@@ -510,12 +539,12 @@ __device__ inline void ro4_load(raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, c
 /* Decodes a loaded batch into x as rssm_decode_at does (fp32 and RK_GEN rows are values already).
  * Columns past dk and rows past the tile decode their zero codes: the dot skips the former
  * (c < dk) and the latter's sums are not stored. */
-template <int M, int FK>
-__device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][M] */, float s_dec, int lane,
-                                  float *sc /* [R3][8] this warp's decoded NVFP4 block scales */) {
+template <int M, int FK, int R>
+__device__ inline void ro4_decode(const raw_batch<M, R> &rb, float (*x)[M] /* [R][M] */, float s_dec, int lane,
+                                  float *sc /* [R][8] this warp's decoded NVFP4 block scales */) {
   if constexpr (FK == RK_BF16W) {
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
       for (int m = 0; m < M; m++) {
         /* column c = lane + 32 m is half c % 2 of word c / 2 = lane / 2 + 16 m: word w < 32 is
@@ -525,7 +554,7 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
       }
   } else if constexpr (FK == RK_E4M3W) {
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
       for (int m = 0; m < M; m++) {
         /* column c = lane + 32 m is byte c of the row: word lane / 4 + 8 m, byte lane % 4 */
@@ -533,14 +562,15 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
         x[r][m] = rssm_e4m3_fast((w >> (8 * (lane & 3))) & 0xFFu) * rssm_bits_f32(rb.scale[r][0]);
       }
   } else if constexpr (FK == RK_NVFP4W) {
-    /* the 64 scales decoded once (lanes 0-15, four each), read back by the 16 lanes of a block */
+    /* the R x 8 scales decoded once (lanes 0 .. 2 R - 1, four each), read back by the 16 lanes of
+       a block */
     __syncwarp();
-    if (lane < 16)
+    if (lane < 2 * R)
 #pragma unroll
       for (int k = 0; k < 4; k++) sc[lane * 4 + k] = rssm_e4m3_fast((rb.scale[0][0] >> (8 * k)) & 0xFFu);
     __syncwarp();
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
       for (int m = 0; m < M; m++) {
         /* column c = lane + 32 m is nibble c % 2 of byte c / 2 = lane / 2 + 16 m: word lane / 8 + 4 m
@@ -551,7 +581,7 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
       }
   } else {
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
       for (int m = 0; m < M; m++) {
         const uint32_t cw = rb.code[r][m];
@@ -562,6 +592,45 @@ __device__ inline void ro4_decode(const raw_batch<M> &rb, float (*x)[M] /* [R3][
         else if (FK == RK_E4M3) /* e * fp32 block scale (the row's one) */
           x[r][m] = rssm_e4m3_fast(cw) * rssm_bits_f32(rb.scale[r][0]);
       }
+  }
+}
+
+/* One warp's tile of nr rows from i0: batches of R rows loaded (ro4_load), decoded (ro4_decode)
+ * and their C_i . y reduced into cd (cy_chunk). The first batch's loads go out before the block
+ * waits for its staged vectors (the barrier is here: ro4_kernel calls one instance per block,
+ * chosen by block-uniform values). AHEAD: the next batch's loads go out before this batch's dot
+ * products (codes into rb, fp32 rows into xn), so two batches are held at once. */
+template <int M, int FK, int QG, int R, bool AHEAD>
+__device__ inline void ro4_tile(const float *f32 /* [dv][dk], RK_F32 only */, const ck_view &rd,
+                                const uint8_t *mb /* this matrix */, float s_dec, const lane_cols<M> &lc, int i0,
+                                int nr, bool all_skip, const float *ys /* [nq][dk] */, int nq, int dk, int dv,
+                                float *cd /* [nq][dv] */, const float *cf /* [nq][cap + 1] */, int cap, double skip,
+                                float *scw /* [R][8] this warp's NVFP4W scales */, int lane) {
+  static_assert(R <= R3 && R % 2 == 0, "ro4_layout sizes the NVFP4W scales for R3 rows; NVFP4W pairs rows");
+  constexpr bool rows_f32 = FK == RK_F32 || FK == RK_GEN; /* ro4_load leaves values in xn */
+  const int nbatch = all_skip ? 0 : (nr + R - 1) / R;
+  raw_batch<M, R> rb;
+  float x[R][M], xn[R][M]; /* this batch's decoded rows; the next batch's fp32 rows */
+  if (nbatch > 0) ro4_load<M, FK, R>(rb, xn, f32, rd, mb, s_dec, i0, nr, lc, dk, lane);
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll 1
+  for (int c = 0; c < nbatch; c++) {
+    const int r0 = c * R, rn = nr - r0 < R ? nr - r0 : R;
+    if (rows_f32) {
+#pragma unroll
+      for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
+    } else {
+      ro4_decode<M, FK, R>(rb, x, s_dec, lane, scw);
+    }
+    if (AHEAD && c + 1 < nbatch) ro4_load<M, FK, R>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R, nr - r0 - R, lc, dk, lane);
+    /* QG x R sums per reduction; a step's 1 (Mamba-2) or 2 (GDN) queries are one group, and
+       the instance is chosen per operation so that a step does not hold a verification's
+       32 sums in registers */
+    cy_chunk<M, QG, R>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, skip);
+    if (!AHEAD && c + 1 < nbatch) ro4_load<M, FK, R>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R, nr - r0 - R, lc, dk, lane);
   }
 }
 
@@ -622,42 +691,28 @@ __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
   const float s_dec = (!from_S && !all_skip && (rd.kind == QF_NVFP4 || rd.kind == QF_MXFP4 || rd.kind == QF_MXFP8))
                           ? (rd.kind == QF_NVFP4 ? *reinterpret_cast<const float *>(mb + rd.tscale_off) : 1.0f)
                           : 1.0f;
-  const int nbatch = all_skip ? 0 : (nr + R3 - 1) / R3;
   float *scw = reinterpret_cast<float *>(smem + L.sc) + (size_t)warp * R3 * 8; /* [R3][8] NVFP4W scales */
-
-  raw_batch<M> rb;
-  float x[R3][M], xn[R3][M]; /* this batch's decoded rows; the next batch's fp32 rows */
-  const bool rows_f32 = f32 != nullptr || FK == RK_F32 || FK == RK_GEN; /* values already in xn */
-  /* the next batch's loads go out before this batch's dot products: codes into rb, fp32 rows into
-     xn (a verification's fp32 scratch rows in a low-precision instance wait instead, so that the
-     instance does not hold two batches of floats) */
-  const bool ahead = FK == RK_F32 || ((FK == RK_BF16W || FK == RK_NVFP4W || FK == RK_E4M3W) && f32 == nullptr);
-  /* the first batch's bytes are in flight while the block waits for its staged vectors */
-  if (nbatch > 0) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0, nr, lc, dk, lane);
-  cp_async_wait<0>();
-  __syncthreads();
+  /* fp32 rows and the word kinds' codes one batch ahead (the next batch's loads go out before
+     this batch's dot products) */
+  constexpr bool ahead = FK == RK_F32 || ro4_word(FK);
+  if (FK != RK_F32 && from_S) {
+    /* a verification's fp32 scratch rows in a low-precision instance: the RK_F32 loop, not
+       ahead (one float batch) and in the instance's batch size, in a branch of their own so that
+       the checkpoint loop's code batch and these floats are never live together (they were one
+       loop with a run-time f32 switch until session 16; the kernel's registers are the larger
+       branch's). Its values and operations are those of that loop's f32 rows: ro4_load's fp32
+       rows at f32 + row * dk, then cy_chunk, whose sums do not depend on the batch size */
+    ro4_tile<M, RK_F32, QG, ro4_rows(M, FK), false>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
+                                       d.skip, scw, lane);
+  } else {
+    /* the RK_F32 instance takes its scratch rows here too (f32 != nullptr), as before */
+    ro4_tile<M, FK, QG, ro4_rows(M, FK), ahead>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
+                                             d.skip, scw, lane);
+  }
 
   if (all_skip)
     for (int qi = 0; qi < nq; qi++)
       if (lane < nr) cd[(size_t)qi * dv + i0 + lane] = 0.0f;
-#pragma unroll 1
-  for (int c = 0; c < nbatch; c++) {
-    const int r0 = c * R3, rn = nr - r0 < R3 ? nr - r0 : R3;
-    if (rows_f32) {
-#pragma unroll
-      for (int r = 0; r < R3; r++)
-#pragma unroll
-        for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
-    } else {
-      ro4_decode<M, FK>(rb, x, s_dec, lane, scw);
-    }
-    if (ahead && c + 1 < nbatch) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R3, nr - r0 - R3, lc, dk, lane);
-    /* QG x 8 sums per reduction; a step's 1 (Mamba-2) or 2 (GDN) queries are one group, and
-       the instance is chosen per operation so that a step does not hold a verification's
-       32 sums in registers */
-    cy_chunk<M, QG>(x, ys, nq, dk, dv, i0 + r0, rn, lane, cd, cf, cap, d.skip);
-    if (!ahead && c + 1 < nbatch) ro4_load<M, FK>(rb, xn, f32, rd, mb, s_dec, i0 + r0 + R3, nr - r0 - R3, lc, dk, lane);
-  }
   __syncwarp();
   if (lane >= nr) return;
   const int i = i0 + lane;
@@ -678,16 +733,19 @@ __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
   }
 }
 
-/* Calls f(M, FK) with both as std::integral_constant. */
+/* Calls f(M, FK) with both as std::integral_constant; the word kinds exist at M = 4 only
+ * (ro4_kind), so M = 8 does not instantiate them. */
 template <int M, class F>
 void with_fk(int FK, F f) {
+  if constexpr (M == 4) {
+    if (FK == RK_NVFP4W) return f(std::integral_constant<int, M>(), std::integral_constant<int, RK_NVFP4W>());
+    if (FK == RK_E4M3W) return f(std::integral_constant<int, M>(), std::integral_constant<int, RK_E4M3W>());
+    if (FK == RK_BF16W) return f(std::integral_constant<int, M>(), std::integral_constant<int, RK_BF16W>());
+  }
   if (FK == RK_F32) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_F32>());
   else if (FK == RK_BF16) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_BF16>());
   else if (FK == RK_NVFP4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_NVFP4>());
   else if (FK == RK_E4M3) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_E4M3>());
-  else if (FK == RK_NVFP4W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_NVFP4W>());
-  else if (FK == RK_E4M3W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_E4M3W>());
-  else if (FK == RK_BF16W && M == 4) f(std::integral_constant<int, M>(), std::integral_constant<int, RK_BF16W>());
   else f(std::integral_constant<int, M>(), std::integral_constant<int, RK_GEN>());
 }
 
@@ -744,10 +802,12 @@ bool raise_ro4_one(int optin) {
 }
 template <int M>
 bool raise_ro4(int optin) {
-  return raise_ro4_one<M, RK_F32>(optin) && raise_ro4_one<M, RK_BF16>(optin) && raise_ro4_one<M, RK_NVFP4>(optin) &&
-         raise_ro4_one<M, RK_E4M3>(optin) && raise_ro4_one<M, RK_GEN>(optin) &&
-         (M != 4 || (raise_ro4_one<M, RK_NVFP4W>(optin) && raise_ro4_one<M, RK_E4M3W>(optin) &&
-                     raise_ro4_one<M, RK_BF16W>(optin)));
+  bool ok = raise_ro4_one<M, RK_F32>(optin) && raise_ro4_one<M, RK_BF16>(optin) && raise_ro4_one<M, RK_NVFP4>(optin) &&
+            raise_ro4_one<M, RK_E4M3>(optin) && raise_ro4_one<M, RK_GEN>(optin);
+  if constexpr (M == 4) /* the word kinds (with_fk) */
+    ok = ok && raise_ro4_one<M, RK_NVFP4W>(optin) && raise_ro4_one<M, RK_E4M3W>(optin) &&
+         raise_ro4_one<M, RK_BF16W>(optin);
+  return ok;
 }
 
 int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen) {
