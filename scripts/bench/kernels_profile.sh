@@ -13,7 +13,12 @@
 #                 step against the L2, and session 7's profile spent its 70 s on those)
 #   COUNT=N       kernel launches profiled per shape (default 300: ncu replays each one ~20 times)
 #   SECTIONS=LIST Nsight Compute sections, space-separated (default: the seven that the summary reads)
-#   KERNELS=RE    profile only kernels whose name matches the regular expression (ncu -k regex:RE)
+#   KERNELS=RE    profile only kernels whose name matches the regular expression (ncu -k regex:RE);
+#                 ncu matches the function's base name (ro4_kernel) unless KERNEL_BASE says otherwise
+#   KERNEL_BASE=B ncu --kernel-name-base B: function (default), demangled (then RE can pick template
+#                 instances, e.g. 'ro4_kernel<\(int\)4, \(int\)[2-7]': session 16) or mangled
+#   SKIP=N        launches of the matching kernels skipped before COUNT are profiled (ncu
+#                 --launch-skip; e.g. to pass a part's small check launches and reach B = 256)
 #   PARTS=LIST    bench kernels parts (default: those of --targets-only; lp alone reaches the
 #                 low-precision readouts within the limit, which std and spec otherwise use up)
 #
@@ -31,6 +36,13 @@ SHAPES=${SHAPES:-qwen4b,nano}
 LIMIT=${LIMIT:-150}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 mkdir -p "$OUT"
+case "${KERNEL_BASE:-function}" in
+  function|demangled|mangled) ;;
+  *) echo "kernels_profile: KERNEL_BASE='$KERNEL_BASE': expected function, demangled or mangled"; exit 2 ;;
+esac
+case "${SKIP:-0}" in
+  ''|*[!0-9]*) echo "kernels_profile: SKIP='$SKIP': expected a count of launches (0, 1, ...)"; exit 2 ;;
+esac
 if [ ! -x "$NCU" ]; then
   echo "kernels_profile: no ncu (looked on PATH and at /usr/local/cuda/bin/ncu)" | tee "$OUT/profile.log"
   exit 2
@@ -48,7 +60,8 @@ for s in ${SHAPES//,/ }; do
   timeout -s INT "$LIMIT" "$NCU" --graph-profiling node --profile-from-start off -f \
     --export "$OUT/profile-$s" \
     $SECTION_ARGS \
-    --launch-count "${COUNT:-300}" ${KERNELS:+-k "regex:$KERNELS"} \
+    --launch-count "${COUNT:-300}" --launch-skip "${SKIP:-0}" \
+    --kernel-name-base "${KERNEL_BASE:-function}" ${KERNELS:+-k "regex:$KERNELS"} \
     "$BIN/replayssm" bench kernels --targets-only ${PARTS:+--parts "$PARTS"} --shapes "$s" \
     --batches "${BATCHES:-256}" \
     --iters 1 --warmup 0 \
