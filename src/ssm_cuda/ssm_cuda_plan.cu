@@ -9,15 +9,27 @@ namespace {
 
 constexpr int PLAN_THREADS = 128;
 constexpr int BOOK_THREADS = 128;
+/* Lab knob (docs/ssm-cuda.md): 1 = one plan block per (row, input token) instead of one per row.
+ * Session 16's profile timed a spec round's plan (T = 8) at 176-243 us under ncu, latency-bound at
+ * 4.5 % of issue slots with one block of 4 warps copying a row's 8 tokens; per-token blocks put 8x
+ * the copies in flight. The copies are the same, so the bits are; not yet run on a GPU, so the
+ * measured one-block-per-row plan stays the default until gpu_check_ssm and the bench say. */
+#ifndef RSSM_PLAN_TOKEN_BLOCKS
+#define RSSM_PLAN_TOKEN_BLOCKS 0
+#endif
 
-/* Block per row. Decides the row's plan for this operation (the CPU's branch) and writes the
- * row's input tokens as records h+1..h+n into the ring (n = 1 for a step; for a verification the
- * row's own Tb = nd[b] drafts, or all nt when nd is NULL; the inputs keep the stride nt). A
- * verification of Tb = 0 drafts is idle for that row and, as ssm_verify_n, changes nothing. */
+/* Grid (B) or, with RSSM_PLAN_TOKEN_BLOCKS, (B, nt). Decides the row's plan for this operation
+ * (the CPU's branch) and writes the row's input tokens as records h+1..h+n into the ring (n = 1
+ * for a step; for a verification the row's own Tb = nd[b] drafts, or all nt when nd is NULL; the
+ * inputs keep the stride nt). A verification of Tb = 0 drafts is idle for that row and, as
+ * ssm_verify_n, changes nothing. Every block of a row decides the same plan from the same
+ * inputs (h, pending, active, nd are not written here); only the row's first block writes the
+ * decision (flag, ndraft, flushed, misuse), so that nothing is written twice. */
 __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or NULL */,
                             ssm_cuda_inputs in /* [B][nt][...] */, int nt,
                             const int *nd /* [B] or NULL: drafts per row (verify) */) {
   const int b = blockIdx.x;
+  const bool writer = blockIdx.y == 0;
   __shared__ int sflag, sn;
   if (threadIdx.x == 0) {
     int act = active ? active[b] != 0 : 1;
@@ -25,21 +37,25 @@ __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or
     int n = op == OP_VERIFY ? (nd ? nd[b] : nt) : (op == OP_STEP ? 1 : 0);
     if (act) {
       int h = d.h[b];
+      bool misuse = false;
       if (op == OP_STEP) {
-        if (d.spec || d.pending[b] != 0) d.misuse[b]++;
+        if (d.spec || d.pending[b] != 0) misuse = true;
         else fl = d.conventional ? FLAG_FLUSH : (h + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
       } else if (op == OP_VERIFY) {
-        if (!d.spec || d.pending[b] != 0 || n < 0 || n > d.T) d.misuse[b]++;
+        if (!d.spec || d.pending[b] != 0 || n < 0 || n > d.T) misuse = true;
         else if (n > 0) fl = h + n > d.L ? FLAG_FLUSH : FLAG_NONFLUSH;
         /* n == 0: idle, and `flushed` is kept (ssm_verify_n returns before touching anything) */
       } else {
         fl = (!d.conventional && h > 0) ? FLAG_FLUSH : FLAG_IDLE;
       }
       /* the CPU clears `flushed` at the start of every accepted call (ssm_flush: always) */
-      if (fl != FLAG_IDLE || op == OP_FLUSH) d.flushed[b] = 0;
+      if (writer && misuse) d.misuse[b]++;
+      if (writer && (fl != FLAG_IDLE || op == OP_FLUSH)) d.flushed[b] = 0;
     }
-    d.flag[b] = fl;
-    if (op == OP_VERIFY && fl != FLAG_IDLE) d.ndraft[b] = n;
+    if (writer) {
+      d.flag[b] = fl;
+      if (op == OP_VERIFY && fl != FLAG_IDLE) d.ndraft[b] = n;
+    }
     sflag = fl;
     sn = n;
   }
@@ -47,7 +63,7 @@ __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or
   if (op == OP_FLUSH || sflag == FLAG_IDLE) return;
   const int H = d.H, hv = d.H * d.dv, gk = d.G * d.dk;
   const int h = d.h[b], base = d.base[b];
-  for (int t = 0; t < sn; t++) {
+  for (int t = blockIdx.y; t < sn; t += gridDim.y) {
     const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, h + 1 + t);
     const size_t tok = (size_t)b * nt + t;
     for (int e = threadIdx.x; e < H; e += blockDim.x) {
@@ -128,7 +144,8 @@ unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_TH
 
 void launch_plan(const dev_state &d, int op, const uint8_t *active, const ssm_cuda_inputs &in, int nt,
                  const int *nd, cudaStream_t s) {
-  plan_kernel<<<d.B, PLAN_THREADS, 0, s>>>(d, op, active, in, nt, nd);
+  const unsigned tokens = RSSM_PLAN_TOKEN_BLOCKS && op != OP_FLUSH && nt > 1 ? (unsigned)nt : 1u;
+  plan_kernel<<<dim3((unsigned)d.B, tokens), PLAN_THREADS, 0, s>>>(d, op, active, in, nt, nd);
 }
 
 void launch_step_book(const dev_state &d, cudaStream_t s) {
