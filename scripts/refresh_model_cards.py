@@ -97,7 +97,7 @@ def heads(name, ev):
     weights = {(r["layer"], r["head"]): r for r in ssm_decay.head_decays(
         os.path.join(ROOT, "data", "models", name), 16)}
     layers = sorted({r["layer"] for r in weights.values()})
-    slow = {(s["layer"], s["head"]): s for s in ev["slow_heads"]}
+    fixed = {(s["layer"], s["head"]): s for s in ev["slow_heads"]}   # slow and medium heads
     gdn = any(r["kind"] == "gdn" for r in ev["head_memories_moby"])
     out = ["| SSM layer (block index) | head | kind | memory from the weights, zero input "
            "(tokens) | memory on Moby-Dick (tokens)" + (" | mean beta on Moby-Dick" if gdn else "")
@@ -105,7 +105,7 @@ def heads(name, ev):
     for r in ev["head_memories_moby"]:
         li, h = r["layer"], r["head"]
         wr = weights[(layers[li], h)]
-        s = slow.get((li, h))
+        s = fixed.get((li, h))
         kind = "learned" if s is None else (f"{s.get('role', 'slow')}, fixed (design {s['memory_design']:.0f}"
                                            + (f", beta target {s['beta_target']:.3g}"
                                               if "beta_target" in s else "") + ")")

@@ -103,13 +103,12 @@ SLOW_BETA_WEIGHT = 0.05
 # --cap-memory M1: the learned SSM heads' memory is pushed below M1 tokens by a penalty
 # CAP_MEMORY_WEIGHT * mean softplus(log(memory_t / M1)) (SlowBeta.add_cap).
 CAP_MEMORY_WEIGHT = 0.05      # --cap-weight
-# --medium-memory M: one more fixed head a layer, of memory M tokens (MEDIUM_WHY).
-MEDIUM_WHY = """Why a fixed medium head (session 16): the drift bars need an early error floor
-under split that is small under shared, which a head of 5-11 tokens gives (probes of session 13:
-at ~8 tokens ratio 53, shared growth 52x, split growth 2.85x); the learned heads go either to ~1
-token (split then grows 135-560x) or to ~17 (shared growth 5.3x), and neither a soft cap nor a
-lower one moved them (session 14); config.json's time_step_limit is no hard cap, since
-transformers' cached decode does not clamp dt. A fixed decay is one, in a standard checkpoint."""
+# --medium-memory M: one more fixed head a layer, of memory M tokens. Why (session 16): the
+# drift bars need an early error floor under split that is small under shared; the learned heads
+# go either to ~1 token (split then grows 135-560x) or to ~17 (shared growth 5.3x), and neither
+# a soft cap nor a lower one moved them (session 14); config.json's time_step_limit is no hard
+# cap, since transformers' cached decode does not clamp dt. A fixed decay is one, in a standard
+# checkpoint (what each M gave: docs/trained-models.md, "Session 16").
 
 
 def log(msg):
@@ -425,7 +424,7 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
                      medium_memory=0.0):
     """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer
     with memories log-spaced over slow_range; medium_memory > 0: the head before the slow ones
-    gets a fixed decay of that memory too (MEDIUM_WHY); long_beta > 0: the learned GDN heads'
+    gets a fixed decay of that memory too (--medium-memory); long_beta > 0: the learned GDN heads'
     beta is pushed down where they remember longer than long_beta tokens
     (SlowBeta.add_learned); cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to
     forget within cap_memory tokens (SlowBeta.add_cap)."""
@@ -469,22 +468,19 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             if medium_memory > 0:
                 # the medium head: the last one before the slow heads (Mamba-2 with 4 groups:
                 # the second head of the third group, beside a learned one)
-                h = n_learned - 1
-                fixed.table.append({"layer": li, "kind": kind, "head": h, "role": "medium",
-                                    **fixed_decay(m, h, medium_memory, w, row0)})
                 n_learned -= 1
-                fixed.add(m.A_log, ([h],), m.A_log[[h]].clone())
-                fixed.add(m.dt_bias, ([h],), m.dt_bias[[h]].clone())
-                fixed.add(w, ([row0 + h],), torch.zeros(1, w.shape[1]))
+                fixed.table.append({"layer": li, "kind": kind, "head": n_learned, "role": "medium",
+                                    **fixed_decay(m, n_learned, medium_memory, w, row0)})
+            pinned = list(range(n_learned, nh))   # the fixed heads: medium (if any) and slow
             if kind == "gdn" and SLOW_BETA_WEIGHT > 0:
                 fixed.beta.add(m, slow, slow_memories)
             if kind == "gdn" and long_beta > 0:
                 fixed.beta.add_learned(m, range(n_learned), long_beta)
             if cap_memory > 0:
                 fixed.beta.add_cap(m, range(n_learned), cap_memory, kind)
-            fixed.add(m.A_log, (slow,), m.A_log[slow].clone())
-            fixed.add(m.dt_bias, (slow,), m.dt_bias[slow].clone())
-            rows = [row0 + h for h in slow]
+            fixed.add(m.A_log, (pinned,), m.A_log[pinned].clone())
+            fixed.add(m.dt_bias, (pinned,), m.dt_bias[pinned].clone())
+            rows = [row0 + h for h in pinned]
             fixed.add(w, (rows,), torch.zeros(len(rows), w.shape[1]))
     for e in fixed.table:
         log(f"    {e['role']} head: layer {e['layer']} ({e['kind']}) head {e['head']}: memory "

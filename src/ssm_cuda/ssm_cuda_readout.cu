@@ -445,25 +445,13 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
  * C_i . y is its own warp-32 dot, cy_chunk), so R only moves registers and loads in flight. At
  * 8 rows (session 15) the low-precision instances took 126-128 registers, most of them spilling
  * (up to 548 bytes at M = 4, 1624 at M = 8, where a batch is 64 floats a lane), so 4-5 blocks of
- * 4 warps fitted an SM (~20 % occupancy, docs/next-session.md "Session 15"). 4 rows halve the
- * decoded batch and the codes held with it: no spills, the word kinds at 64-82 registers.
- *   RO4_WORD_ROWS  the word kinds (RK_BF16W, RK_E4M3W, RK_NVFP4W; M = 4 at dk = 128)
- *   RO4_ELEM_ROWS  every other instance but fp32 at M = 4: the element-loading low-precision
- *                  kinds and RK_GEN, and all of M = 8 (fp32 too: it spilled 244-492 bytes)
- * fp32 at M = 4 keeps R3 (120-128 registers, no spills). 8 builds session 15's batches, for a
- * timing of both builds in one device call. */
-#ifndef RO4_WORD_ROWS
-#define RO4_WORD_ROWS 4
-#endif
-#ifndef RO4_ELEM_ROWS
-#define RO4_ELEM_ROWS 4
-#endif
-static_assert((RO4_WORD_ROWS == 4 || RO4_WORD_ROWS == 8) && (RO4_ELEM_ROWS == 4 || RO4_ELEM_ROWS == 8),
-              "RO4_WORD_ROWS, RO4_ELEM_ROWS: 4 or 8 (NVFP4W pairs rows; ro4_layout holds R3 = 8)");
+ * 4 warps fitted an SM (~20 % occupancy). 4 rows halve the decoded batch and the codes held with
+ * it: no spills, the word kinds at 64-82 registers, and on the H200 bf16 reads 1.08-1.28x and
+ * nvfp4 up to 1.08x faster than 8 rows, fp8 within 1.1 % or faster (docs/gpu-results.md, "Session
+ * 16", call 3, where both builds ran). fp32 at M = 4 keeps R3 (120-128 registers, no spills);
+ * M = 8 takes 4 for fp32 too (8 spilled 244-492 bytes; no H200 shape of the bench has dk > 128). */
 __host__ __device__ constexpr bool ro4_word(int FK) { return FK == RK_NVFP4W || FK == RK_E4M3W || FK == RK_BF16W; }
-__host__ __device__ constexpr int ro4_rows(int M, int FK) {
-  return ro4_word(FK) ? RO4_WORD_ROWS : (M == 4 && FK == RK_F32) ? R3 : RO4_ELEM_ROWS;
-}
+__host__ __device__ constexpr int ro4_rows(int M, int FK) { return (M == 4 && FK == RK_F32) ? R3 : 4; }
 
 /* One batch of R rows as loaded: the lane's code unit of each of its M columns and the block
  * scale it needs (the E4M3 byte for NVFP4, the fp32 scale's bits for fp8). */
