@@ -12,6 +12,12 @@ over launches of each metric, and prints the verdict the numbers support:
     latency    otherwise (the line shows achieved occupancy and cycles per issued instruction)
 
     kernels_profile_summary.py profile-qwen4b.csv [profile-nano.csv ...] [--min-us 5] [--json F]
+                               [--per-launch]
+
+--per-launch prints every launch on its own line, in launch order, instead of the median of a
+kernel and grid: a graph's launches of one kernel can do different work (the first mat4 launch
+of part std is the conventional step, the next 15 return at once on replay's non-flush steps, the
+17th is the flush), and the median would hide the one that matters.
 """
 import argparse
 import csv
@@ -84,12 +90,19 @@ def verdict(m):
     return "latency"
 
 
-def summarise(launches, min_us):
+def launch_order(launch_id):
+    """ncu numbers launches 0, 1, ...; a non-numeric ID sorts after them, by its text."""
+    return (0, int(launch_id), "") if launch_id.isdigit() else (1, 0, launch_id)
+
+
+def summarise(launches, min_us, per_launch=False):
     groups = {}
-    for d in launches.values():
-        groups.setdefault((d["kernel"], d["grid"]), []).append(d)
+    for launch_id in sorted(launches, key=launch_order):
+        d = launches[launch_id]
+        key = (d["kernel"], d["grid"], launch_id if per_launch else None)
+        groups.setdefault(key, []).append(d)
     out = []
-    for (kernel, grid), ds in groups.items():
+    for (kernel, grid, _), ds in groups.items():
         m = {"kernel": kernel, "grid": grid, "launches": len(ds)}
         for key in METRICS.values():
             vals = [d[key] for d in ds if key in d]
@@ -98,7 +111,8 @@ def summarise(launches, min_us):
             continue
         m["bound"] = verdict(m)
         out.append(m)
-    out.sort(key=lambda m: -m["dur"] * m["launches"])
+    if not per_launch:
+        out.sort(key=lambda m: -m["dur"] * m["launches"])
     return out
 
 
@@ -112,11 +126,13 @@ def main(argv):
     ap.add_argument("--min-us", type=float, default=5.0,
                     help="leave out kernels shorter than this (the checks' tiny launches)")
     ap.add_argument("--json", help="also write the lines as JSON")
+    ap.add_argument("--per-launch", action="store_true",
+                    help="one line per launch, in launch order, instead of the median per kernel and grid")
     a = ap.parse_args(argv)
     every = []
     for path in a.csv:
         try:
-            lines = summarise(read_launches(path), a.min_us)
+            lines = summarise(read_launches(path), a.min_us, a.per_launch)
         except (OSError, ValueError) as e:
             print(f"kernels_profile_summary: {e}", file=sys.stderr)
             return 2

@@ -161,8 +161,15 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const bool b1_conventional_step = op == OP_STEP && d.conventional && st->B == 1;
   /* mat4's shared memory is mat2's, which ssm_cuda_build checked against the limit */
   const size_t msm = mat2_smem_bytes(d.cap, d.dv, d.dk);
+  /* mat4's rows per batch: 4 for the GDN conventional step, 8 otherwise. On the H200 at B = 256
+     (2026-12-04, docs/gpu-results.md "Session 17", call 1) 4-row batches (fewer registers, more
+     warps an SM) made the Qwen3.5 shapes' conventional step 1.08-1.09x faster (69.4 -> 75.8 %
+     and 71.8 -> 78.6 % of copy); the Mamba-2 steps were equal or 1.7 % slower, and every flush
+     0.2-2.9 % slower (16 records folded a batch: more work per load in flight). Same bits: each
+     row's sums are the butterfly's whatever the batch. */
+  const int mat4_rows = d.gdn && d.conventional ? 4 : 8;
   if (f32 && !b1_conventional_step && ntiles <= 8)
-    launch_mat4(M, grid, (unsigned)(32 * ntiles), msm, s, d, src, op, q, o, nstore, pm, pl);
+    launch_mat4(M, mat4_rows, grid, (unsigned)(32 * ntiles), msm, s, d, src, op, q, o, nstore, pm, pl);
   else
     launch_mat2(M, f32, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
   if (nstore > 0) return;

@@ -254,8 +254,9 @@ void launch_broadcast(uint8_t *blob, const uint8_t *one, size_t nmat, size_t bpm
 /* ssm_cuda_mat.cu. M = ceil(dk / 32) rounded up to 4 or 8. */
 void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
-/* mat4_kernel: the rows straight into registers; its shared memory is mat2's (the staged records) */
-void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+/* mat4_kernel: the rows straight into registers; its shared memory is mat2's (the staged records).
+ * rows: 4 or 8 rows folded per batch (mat4_rows). */
+void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);

@@ -220,12 +220,12 @@ __global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
 
 /* mat4: rows row0 .. row0 + rn - 1 (registers) into the nstore fp32 checkpoints as their
  * bits (rssm_encode_block's fp32 copy), or into the scratch S when nstore == 0. */
-template <int M>
-__device__ inline void store_rows_f32(const dev_state &d, size_t mat, int row0, int rn, const float (*x)[M] /* [R3][M] */,
+template <int M, int RB>
+__device__ inline void store_rows_f32(const dev_state &d, size_t mat, int row0, int rn, const float (*x)[M] /* [RB][M] */,
                                       int nstore, const store_params &st0, const store_params &st1, int lane) {
   const int dv = d.dv, dk = d.dk;
 #pragma unroll
-  for (int r = 0; r < R3; r++) {
+  for (int r = 0; r < RB; r++) {
     if (r >= rn) break; /* warp-uniform */
     const int i = row0 + r;
     for (int k = 0; k < (nstore > 0 ? nstore : 1); k++) {
@@ -242,12 +242,12 @@ __device__ inline void store_rows_f32(const dev_state &d, size_t mat, int row0, 
   }
 }
 
-/* mat4: fp32 rows r0 .. r0 + R3 - 1 of a tile (rows >= nr: zeros) straight into registers. */
-template <int M>
+/* mat4: fp32 rows r0 .. r0 + RB - 1 of a tile (rows >= nr: zeros) straight into registers. */
+template <int M, int RB>
 __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's first row */, size_t rowb, int r0, int nr,
-                                     int dk, int lane, float (*xn)[M] /* [R3][M] */) {
+                                     int dk, int lane, float (*xn)[M] /* [RB][M] */) {
 #pragma unroll
-  for (int r = 0; r < R3; r++) {
+  for (int r = 0; r < RB; r++) {
     const float *row = reinterpret_cast<const float *>(tile_rows + (size_t)(r0 + r) * rowb);
 #pragma unroll
     for (int m = 0; m < M; m++) {
@@ -260,14 +260,14 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
 /* v4 materialisation (session 15) of fp32 sources into fp32 destinations (the
  * conventional fp32 step and the fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one
  * warp per 32-row tile of the head. At entry the block stages the records (alphas, betas, the
- * group's k, x or v) and every warp loads its first 8 source rows straight into registers; each
- * batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole
+ * group's k, x or v) and every warp loads its first RB source rows (RB = 4 or 8: launch_flush_rows
+ * picks) straight into registers; each batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole
  * tile in shared memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
  * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
- * order; GDN u (item 5) from S_{j-1,i} . k_j, whose 8 sums per chunk are reduced together
+ * order; GDN u (item 5) from S_{j-1,i} . k_j, whose RB sums per batch are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
  * S q (op STEP) the same way; fp32 stores of the registers' bits. */
-template <int M>
+template <int M, int RB>
 __global__ void __launch_bounds__(256, 2)
     mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
@@ -314,8 +314,8 @@ __global__ void __launch_bounds__(256, 2)
   /* rows go from global memory straight to registers, 8 at a time, the next batch's loads
      issued before this batch's folds; the block's shared memory is only the records, so many
      more blocks fit an SM than with session 14's staged tile (48-83 KB a block) */
-  float xn[R3][M];
-  load_rows_f32<M>(grow, rowb, 0, nr, dk, lane, xn);
+  float xn[RB][M];
+  load_rows_f32<M, RB>(grow, rowb, 0, nr, dk, lane, xn);
   cp_async_wait<0>();
   __syncthreads();    /* everyone's (and the plain loads of al, bt) */
 
@@ -326,16 +326,16 @@ __global__ void __launch_bounds__(256, 2)
     qr[m] = (op == OP_STEP && c < dk) ? qv[c] : 0.0f;
   }
 #pragma unroll 1
-  for (int c0 = 0; c0 < 4; c0++) {
-    const int r0 = c0 * R3;
+  for (int c0 = 0; c0 < 32 / RB; c0++) {
+    const int r0 = c0 * RB;
     if (r0 >= nr) break; /* warp-uniform */
-    const int rn = nr - r0 < R3 ? nr - r0 : R3;
-    float x[R3][M];
+    const int rn = nr - r0 < RB ? nr - r0 : RB;
+    float x[RB][M];
 #pragma unroll
-    for (int r = 0; r < R3; r++)
+    for (int r = 0; r < RB; r++)
 #pragma unroll
       for (int m = 0; m < M; m++) x[r][m] = xn[r][m];
-    if (r0 + R3 < nr) load_rows_f32<M>(grow, rowb, r0 + R3, nr, dk, lane, xn); /* the next batch, ahead */
+    if (r0 + RB < nr) load_rows_f32<M, RB>(grow, rowb, r0 + RB, nr, dk, lane, xn); /* the next batch, ahead */
     for (int j = 1; j <= n; j++) {
       const float alpha = al[j - 1];
       const float *kj = kk + (size_t)(j - 1) * dk;
@@ -345,24 +345,24 @@ __global__ void __launch_bounds__(256, 2)
         const int c = lane + 32 * m;
         kr[m] = c < dk ? kj[c] : 0.0f;
       }
-      float xi[R3];
+      float xi[RB];
 #pragma unroll
-      for (int r = 0; r < R3; r++) xi[r] = r < rn ? xx[(size_t)(j - 1) * dv + i0 + r0 + r] : 0.0f;
+      for (int r = 0; r < RB; r++) xi[r] = r < rn ? xx[(size_t)(j - 1) * dv + i0 + r0 + r] : 0.0f;
       if (d.gdn && j >= rf) {
         /* ssm_math.h item 5 with sk = S_{j-1,i} . k_j (item 1): xi holds v_j[i] here */
-        float v[R3];
+        float v[RB];
 #pragma unroll
-        for (int r = 0; r < R3; r++) {
+        for (int r = 0; r < RB; r++) {
           float p = 0.0f;
 #pragma unroll
           for (int m = 0; m < M; m++)
             if (lane + 32 * m < dk) p = p + x[r][m] * kr[m];
           v[r] = p;
         }
-        const float sum = reduce_sums<R3>(v, lane); /* lane 4 r holds row r's */
+        const float sum = reduce_sums<RB>(v, lane); /* lane (32 / RB) r holds row r's */
 #pragma unroll
-        for (int r = 0; r < R3; r++) {
-          const float skv = __shfl_sync(0xffffffffu, sum, 4 * r);
+        for (int r = 0; r < RB; r++) {
+          const float skv = __shfl_sync(0xffffffffu, sum, (32 / RB) * r);
           xi[r] = rssm_gdn_u(xi[r], bt[j - 1], alpha, skv);
           if (lane == 0 && r < rn)
             d.rec_x[(((size_t)b * cap + slot_of(d, base, j)) * H + hd) * dv + i0 + r0 + r] = xi[r];
@@ -370,25 +370,26 @@ __global__ void __launch_bounds__(256, 2)
       }
       /* ssm_math.h item 4: s = alpha * s + x * k, two rounded products then their sum */
 #pragma unroll
-      for (int r = 0; r < R3; r++)
+      for (int r = 0; r < RB; r++)
 #pragma unroll
         for (int m = 0; m < M; m++)
           if (lane + 32 * m < dk) x[r][m] = alpha * x[r][m] + xi[r] * kr[m];
     }
     if (op == OP_STEP) {
-      float v[R3];
+      float v[RB];
 #pragma unroll
-      for (int r = 0; r < R3; r++) {
+      for (int r = 0; r < RB; r++) {
         float p = 0.0f;
 #pragma unroll
         for (int m = 0; m < M; m++)
           if (lane + 32 * m < dk) p = p + x[r][m] * qr[m];
         v[r] = p;
       }
-      const float sum = reduce_sums<R3>(v, lane);
-      if (lane % 4 == 0 && lane / 4 < rn) o[mat * dv + i0 + r0 + lane / 4] = sum;
+      const float sum = reduce_sums<RB>(v, lane);
+      constexpr int lanes_per_sum = 32 / RB;
+      if (lane % lanes_per_sum == 0 && lane / lanes_per_sum < rn) o[mat * dv + i0 + r0 + lane / lanes_per_sum] = sum;
     }
-    store_rows_f32<M>(d, mat, i0 + r0, rn, x, nstore, st0, st1, lane);
+    store_rows_f32<M, RB>(d, mat, i0 + r0, rn, x, nstore, st0, st1, lane);
   }
 }
 
@@ -457,11 +458,16 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 #undef MAT2
 }
 
-void launch_mat4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
+void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
-  if (M <= 4) mat4_kernel<4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat4_kernel<8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  if (rows == 4) {
+    if (M <= 4) mat4_kernel<4, 4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+    else mat4_kernel<8, 4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+    return;
+  }
+  if (M <= 4) mat4_kernel<4, 8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  else mat4_kernel<8, 8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
@@ -479,7 +485,8 @@ int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {
         return rssm_fail(err, errlen, "cannot raise the %s kernel's shared memory to %zu bytes",
                          "materialisation v2", mat2_bytes);
   /* mat4 has mat2's layout (the records), which fits: raised to the opt-in maximum */
-  const void *m4[] = {reinterpret_cast<const void *>(mat4_kernel<4>), reinterpret_cast<const void *>(mat4_kernel<8>)};
+  const void *m4[] = {reinterpret_cast<const void *>(mat4_kernel<4, 8>), reinterpret_cast<const void *>(mat4_kernel<8, 8>),
+                      reinterpret_cast<const void *>(mat4_kernel<4, 4>), reinterpret_cast<const void *>(mat4_kernel<8, 4>)};
   for (const void *f : m4)
     if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) != cudaSuccess)
       return rssm_fail(err, errlen, "cannot raise the v4 materialisation's shared memory to %d bytes", optin);

@@ -9,27 +9,39 @@ namespace {
 
 constexpr int PLAN_THREADS = 128;
 constexpr int BOOK_THREADS = 128;
-/* Lab knob (docs/ssm-cuda.md): 1 = one plan block per (row, input token) instead of one per row.
- * Session 16's profile timed a spec round's plan (T = 8) at 176-243 us under ncu, latency-bound at
- * 4.5 % of issue slots with one block of 4 warps copying a row's 8 tokens; per-token blocks put 8x
- * the copies in flight. The copies are the same, so the bits are; not yet run on a GPU, so the
- * measured one-block-per-row plan stays the default until gpu_check_ssm and the bench say. */
-#ifndef RSSM_PLAN_TOKEN_BLOCKS
-#define RSSM_PLAN_TOKEN_BLOCKS 0
-#endif
+/* 16-byte copies a plan thread makes of one token's records, about: sets the chunks per token.
+ * Session 16's profile timed the plan of a spec round (T = 8) at 176-243 us under ncu, latency-
+ * bound at 4.5 % of issue slots, when one block of 4 warps copied a row's 8 tokens with 4-byte
+ * loads: each block here copies one chunk of one token, 16 bytes a load. */
+constexpr int PLAN_VEC_PER_THREAD = 4;
 
-/* Grid (B) or, with RSSM_PLAN_TOKEN_BLOCKS, (B, nt). Decides the row's plan for this operation
- * (the CPU's branch) and writes the row's input tokens as records h+1..h+n into the ring (n = 1
- * for a step; for a verification the row's own Tb = nd[b] drafts, or all nt when nd is NULL; the
- * inputs keep the stride nt). A verification of Tb = 0 drafts is idle for that row and, as
- * ssm_verify_n, changes nothing. Every block of a row decides the same plan from the same
- * inputs (h, pending, active, nd are not written here); only the row's first block writes the
- * decision (flag, ndraft, flushed, misuse), so that nothing is written twice. */
+/* Copies n floats from src to dst, the elements i0, i0 + stride, ... (16-byte words of 4 floats
+ * when both ends are 16-byte aligned and n is a multiple of 4, else floats). A copy: the bits are
+ * the same whichever way. */
+__device__ inline void copy_floats(float *dst /* [n] */, const float *src /* [n] */, int n, int i0, int stride) {
+  if ((n & 3) == 0 && ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
+    float4 *d4 = reinterpret_cast<float4 *>(dst);
+    const float4 *s4 = reinterpret_cast<const float4 *>(src);
+    for (int e = i0; e < n / 4; e += stride) d4[e] = s4[e];
+  } else {
+    for (int e = i0; e < n; e += stride) dst[e] = src[e];
+  }
+}
+
+/* Grid (B, tokens, chunks): tokens = nt for a verification (1 for a step, and for a flush, which
+ * copies nothing), chunks from plan_chunks. Decides the row's plan for this operation (the
+ * CPU's branch) and writes the row's input tokens as records h+1..h+n into the ring (n = 1 for
+ * a step; for a verification the row's own Tb = nd[b] drafts, or all nt when nd is NULL; the
+ * inputs keep the stride nt). Block (b, t, z) copies chunk z of token t. A verification of
+ * Tb = 0 drafts is idle for that row and, as ssm_verify_n, changes nothing. Every block of a row
+ * decides the same plan from the same inputs (h, pending, active, nd are not written here); only
+ * the row's first block writes the decision (flag, ndraft, flushed, misuse), so that nothing is
+ * written twice. */
 __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or NULL */,
                             ssm_cuda_inputs in /* [B][nt][...] */, int nt,
                             const int *nd /* [B] or NULL: drafts per row (verify) */) {
   const int b = blockIdx.x;
-  const bool writer = blockIdx.y == 0;
+  const bool writer = blockIdx.y == 0 && blockIdx.z == 0;
   __shared__ int sflag, sn;
   if (threadIdx.x == 0) {
     int act = active ? active[b] != 0 : 1;
@@ -60,20 +72,17 @@ __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or
     sn = n;
   }
   __syncthreads();
-  if (op == OP_FLUSH || sflag == FLAG_IDLE) return;
+  const int t = blockIdx.y;
+  if (op == OP_FLUSH || sflag == FLAG_IDLE || t >= sn) return;
   const int H = d.H, hv = d.H * d.dv, gk = d.G * d.dk;
   const int h = d.h[b], base = d.base[b];
-  for (int t = blockIdx.y; t < sn; t += gridDim.y) {
-    const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, h + 1 + t);
-    const size_t tok = (size_t)b * nt + t;
-    for (int e = threadIdx.x; e < H; e += blockDim.x) {
-      d.rec_alpha[sl * H + e] = in.alpha[tok * H + e];
-      if (d.gdn) d.rec_beta[sl * H + e] = in.beta[tok * H + e];
-    }
-    float *xdst = d.gdn ? d.rec_v : d.rec_x;
-    for (int e = threadIdx.x; e < hv; e += blockDim.x) xdst[sl * hv + e] = in.v[tok * hv + e];
-    for (int e = threadIdx.x; e < gk; e += blockDim.x) d.rec_k[sl * gk + e] = in.k[tok * gk + e];
-  }
+  const size_t sl = (size_t)b * d.cap + (size_t)slot_of(d, base, h + 1 + t); /* the record's ring slot */
+  const size_t tok = (size_t)b * nt + t;                                     /* the input token */
+  const int i0 = blockIdx.z * blockDim.x + threadIdx.x, stride = gridDim.z * blockDim.x;
+  copy_floats(d.rec_alpha + sl * H, in.alpha + tok * H, H, i0, stride);
+  if (d.gdn) copy_floats(d.rec_beta + sl * H, in.beta + tok * H, H, i0, stride);
+  copy_floats((d.gdn ? d.rec_v : d.rec_x) + sl * hv, in.v + tok * hv, hv, i0, stride);
+  copy_floats(d.rec_k + sl * gk, in.k + tok * gk, gk, i0, stride);
 }
 
 /* A stored checkpoint counts one quantisation event per head (ssm_store). */
@@ -138,14 +147,23 @@ __global__ void broadcast_kernel(uint8_t *blob /* [nmat][bpm] */, const uint8_t 
     blob[e] = one[e % bpm];
 }
 
+/* Chunks of a token's records, so that a thread makes about PLAN_VEC_PER_THREAD 16-byte copies
+ * of the largest array (x or v: H dv floats); a flush copies nothing (one block a row). */
+unsigned plan_chunks(const dev_state &d, int op) {
+  if (op == OP_FLUSH) return 1u;
+  const long long words = ((long long)d.H * d.dv + 3) / 4, per_block = (long long)PLAN_THREADS * PLAN_VEC_PER_THREAD;
+  const long long z = (words + per_block - 1) / per_block;
+  return (unsigned)(z < 1 ? 1 : (z > 64 ? 64 : z));
+}
+
 unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_THREADS); }
 
 }  // namespace
 
 void launch_plan(const dev_state &d, int op, const uint8_t *active, const ssm_cuda_inputs &in, int nt,
                  const int *nd, cudaStream_t s) {
-  const unsigned tokens = RSSM_PLAN_TOKEN_BLOCKS && op != OP_FLUSH && nt > 1 ? (unsigned)nt : 1u;
-  plan_kernel<<<dim3((unsigned)d.B, tokens), PLAN_THREADS, 0, s>>>(d, op, active, in, nt, nd);
+  const unsigned tokens = op == OP_FLUSH || nt < 1 ? 1u : (unsigned)nt;
+  plan_kernel<<<dim3((unsigned)d.B, tokens, plan_chunks(d, op)), PLAN_THREADS, 0, s>>>(d, op, active, in, nt, nd);
 }
 
 void launch_step_book(const dev_state &d, cudaStream_t s) {

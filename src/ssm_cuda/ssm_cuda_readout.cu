@@ -408,7 +408,7 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R][M] */, const float *y
  * (one code and one scale register per element in flight, no runtime format switch) and the
  * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows and the word
  * kinds' codes are loaded one batch ahead (the next batch's loads go out before this batch's dot
- * products; 8 rows for fp32 at dk <= 128, 4 otherwise, ro4_rows); a verification's fp32 scratch
+ * products; 4 rows a batch, ro4_rows); a verification's fp32 scratch
  * rows in a low-precision instance take a loop of their own (ro4_kernel). Same operations, operands and association as ro2 (and the CPU engine)
  * for every value: the same bits.
  * ------------------------------------------------------------------------------------------- */
@@ -441,17 +441,28 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
   }
 }
 
-/* Rows per batch of an instance (R of ro4_tile). Every value has the same bits for any R (each
- * C_i . y is its own warp-32 dot, cy_chunk), so R only moves registers and loads in flight. At
- * 8 rows (session 15) the low-precision instances took 126-128 registers, most of them spilling
- * (up to 548 bytes at M = 4, 1624 at M = 8, where a batch is 64 floats a lane), so 4-5 blocks of
- * 4 warps fitted an SM (~20 % occupancy). 4 rows halve the decoded batch and the codes held with
- * it: no spills, the word kinds at 64-82 registers, and on the H200 bf16 reads 1.08-1.28x and
- * nvfp4 up to 1.08x faster than 8 rows, fp8 within 1.1 % or faster (docs/gpu-results.md, "Session
- * 16", call 3, where both builds ran). fp32 at M = 4 keeps R3 (120-128 registers, no spills);
- * M = 8 takes 4 for fp32 too (8 spilled 244-492 bytes; no H200 shape of the bench has dk > 128). */
+/* Rows per batch of an instance (R of ro4_tile): 4 for every instance. Every value has the same
+ * bits for any R (each C_i . y is its own warp-32 dot, cy_chunk), so R only moves registers and
+ * loads in flight. At 8 rows (session 15) the low-precision instances took 126-128 registers,
+ * most of them spilling (up to 548 bytes at M = 4, 1624 at M = 8, where a batch is 64 floats a
+ * lane), so 4-5 blocks of 4 warps fitted an SM (~20 % occupancy). 4 rows halve the decoded batch
+ * and the codes held with it: no spills, the word kinds at 64-82 registers, and on the H200 bf16
+ * reads 1.08-1.28x and nvfp4 up to 1.08x faster than 8 rows, fp8 within 1.1 % or faster
+ * (docs/gpu-results.md, "Session 16", call 3, where both builds ran). fp32 at M = 4 kept 8 rows
+ * until session 17 (120 registers, latency-bound at 21-24 % occupancy); 4 rows made its
+ * non-flush step 1.03-1.13x faster on all four shapes (docs/gpu-results.md, "Session 17", call 2,
+ * both builds in one call). M = 8 spilled 244-492 bytes at 8 rows for fp32 too. */
 __host__ __device__ constexpr bool ro4_word(int FK) { return FK == RK_NVFP4W || FK == RK_E4M3W || FK == RK_BF16W; }
-__host__ __device__ constexpr int ro4_rows(int M, int FK) { return (M == 4 && FK == RK_F32) ? R3 : 4; }
+__host__ __device__ constexpr int ro4_rows(int /* M */, int /* FK */) { return 4; }
+/* Lab knob (session 17, removed once timed): -DRSSM_RO4_VERIFY_ROWS=8 gives the fp32 instances
+ * of a verification's query groups (QG > 2) 8-row batches, as before session 17, to time them
+ * against 4 rows. */
+#ifndef RSSM_RO4_VERIFY_ROWS
+#define RSSM_RO4_VERIFY_ROWS 4
+#endif
+__host__ __device__ constexpr int ro4_rows_q(int M, int FK, int QG) {
+  return (M == 4 && FK == RK_F32 && QG > 2) ? RSSM_RO4_VERIFY_ROWS : ro4_rows(M, FK);
+}
 
 /* One batch of R rows as loaded: the lane's code unit of each of its M columns and the block
  * scale it needs (the E4M3 byte for NVFP4, the fp32 scale's bits for fp8). */
@@ -694,7 +705,7 @@ __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
                                        d.skip, scw, lane);
   } else {
     /* the RK_F32 instance takes its scratch rows here too (f32 != nullptr), as before */
-    ro4_tile<M, FK, QG, ro4_rows(M, FK), ahead>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
+    ro4_tile<M, FK, QG, ro4_rows_q(M, FK, QG), ahead>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
                                              d.skip, scw, lane);
   }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """scripts/bench/kernels_profile_summary.py on a made-up ncu details CSV with known medians and
 verdicts (no GPU, no ncu): a bytes-bound kernel, a latency-bound one launched on two grids, a
-launch under --min-us, ncu's thousands separators and time units; a CSV without ncu's columns
-exits 2 with one line."""
+launch under --min-us, ncu's thousands separators and time units, --per-launch keeping each
+launch apart in launch order; a CSV without ncu's columns exits 2 with one line."""
 import json
 import os
 import subprocess
@@ -65,6 +65,16 @@ def main():
                            capture_output=True, text=True)
         small = [m for m in json.load(open(j)) if m["grid"] == "(3, 1, 1)"]
         assert len(small) == 1 and abs(small[0]["dur"] - 2.0) < 1e-9, small
+        # --per-launch: every launch of conv_step apart, in launch order (IDs 0, 1, 2: 1400,
+        # 1500, 1600 us), not their median; the readout after them
+        r = subprocess.run([sys.executable, SCRIPT, p, "--per-launch", "--json", j],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        each = json.load(open(j))
+        assert [m["kernel"] for m in each] == ["conv_step"] * 3 + ["readout_nvfp4", "decode_tab"], each
+        assert [m["dur"] for m in each[:3]] == [1400.0, 1500.0, 1600.0], each
+        assert all(m["launches"] == 1 for m in each), each
+        assert each[0]["dram_pct"] == 84.0 and each[2]["dram_pct"] == 90.0, each
         # not an ncu CSV: exit 2, one line naming the file
         bad = os.path.join(d, "bad.csv")
         with open(bad, "w") as f:
