@@ -87,6 +87,7 @@ typedef struct {
   float *coefs;         /* [B][H][nq_max][cap + 1] */
   int nq_max;           /* readout queries of the largest operation: (spec ? T : 1) x (GDN ? 2 : 1) */
   size_t smem_optin;    /* the device's opt-in shared memory per block */
+  int num_sms;          /* the device's multiprocessors (ro4's rows per batch on small grids) */
 } ssm_cuda_state;
 
 /* Allocates the device state, every row S_0 = 0 stored as Q_F(0) (as ssm_state_build).

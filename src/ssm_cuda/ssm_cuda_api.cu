@@ -195,7 +195,7 @@ bool launch_readout_v4(ssm_cuda_state *st, const dev_state &d, int op, const flo
   if (L.total > st->smem_optin || psm > st->smem_optin || d.dk > 256 || ntiles > 8) return false;
   launch_pre3(dim3((unsigned)d.G, (unsigned)st->B), psm, s, d, op, q, nt, st->coefs, st->nq_max);
   launch_ro4(d.dk <= 128 ? 4 : 8, dim3((unsigned)d.H, (unsigned)st->B), (unsigned)(32 * ntiles), L.total, s, d,
-             rd, op, q, nt, o, st->coefs, st->nq_max);
+             rd, op, q, nt, o, st->coefs, st->nq_max, st->num_sms);
   return true;
 }
 
@@ -261,6 +261,7 @@ extern "C" int ssm_cuda_build(ssm_cuda_state *st, const ssm_config *cfg, const s
                      st->cap, nq, d->H / d->G, smem, msmem, optin);
   if (raise_smem_readout(smem, optin, err, errlen) != 0 || raise_smem_mat(msmem, optin, err, errlen) != 0) return -1;
   st->smem_optin = (size_t)optin;
+  cudaDeviceGetAttribute(&st->num_sms, cudaDevAttrMultiProcessorCount, dev);
   st->nq_max = nq;
   /* Appendix F's skip= lives in ro4 only; it must then run for every readout */
   if (cfg->skip > 0.0 && !v4_readout_fits(st->cap, nq, d, (size_t)optin))

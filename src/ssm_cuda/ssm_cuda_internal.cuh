@@ -268,9 +268,10 @@ void launch_ro2(int M, int FC, dim3 grid, size_t smem, cudaStream_t s, const dev
                 const float *q, int nt, float *o);
 void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int op, const float *q, int nt,
                  float *coefs, int NQ);
-/* the instance follows the read checkpoint rd (ro4_kind) */
+/* the instance follows the read checkpoint rd (ro4_kind) and, for fp32 steps, whether the grid
+ * has at most one block per SM (sms: the device's multiprocessors) */
 void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ);
+                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, int sms);
 /* ro2 up to ro2_bytes, pre3 and ro4 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_readout(size_t ro2_bytes, int optin, char *err, size_t errlen);
 

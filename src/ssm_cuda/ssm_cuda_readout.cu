@@ -454,14 +454,19 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
  * both builds in one call). M = 8 spilled 244-492 bytes at 8 rows for fp32 too. */
 __host__ __device__ constexpr bool ro4_word(int FK) { return FK == RK_NVFP4W || FK == RK_E4M3W || FK == RK_BF16W; }
 __host__ __device__ constexpr int ro4_rows(int /* M */, int /* FK */) { return 4; }
-/* Lab knob (session 17, removed once timed): -DRSSM_RO4_VERIFY_ROWS=8 gives the fp32 instances
- * of a verification's query groups (QG > 2) 8-row batches, as before session 17, to time them
- * against 4 rows. */
-#ifndef RSSM_RO4_VERIFY_ROWS
-#define RSSM_RO4_VERIFY_ROWS 4
-#endif
+/* A verification's fp32 instance (QG3 queries a group) keeps 8 rows: its 4 queries x 8 rows make
+ * the 32 sums one halving reduces, and on the H200 it made the T = 8 round 1.04-1.05x faster than
+ * 4 rows (docs/gpu-results.md, "Session 17", call 3, both builds in one call). */
 __host__ __device__ constexpr int ro4_rows_q(int M, int FK, int QG) {
-  return (M == 4 && FK == RK_F32 && QG > 2) ? RSSM_RO4_VERIFY_ROWS : ro4_rows(M, FK);
+  return (M == 4 && FK == RK_F32 && QG > 2) ? 8 : ro4_rows(M, FK);
+}
+/* A step's fp32 instance on a grid of at most one block an SM (B = 1 on every bench shape) takes
+ * 8 rows: there no other block hides a warp's dependent chain of batches, so half as many
+ * batches is what counts, not the registers; on the H200 at B = 1 the 4-row non-flush step was
+ * 1.0-1.5 us slower than 8 rows (24.0 against 22.5 us on nano; docs/gpu-results.md "Session 17",
+ * calls 2 and 3), at B = 256 1.03-1.13x faster. */
+inline bool ro4_small_grid_f32(int M, int FK, int QG, unsigned blocks, int sms) {
+  return M == 4 && FK == RK_F32 && QG <= 2 && sms > 0 && blocks <= (unsigned)sms;
 }
 
 /* One batch of R rows as loaded: the lane's code unit of each of its M columns and the block
@@ -637,7 +642,8 @@ __device__ inline void ro4_tile(const float *f32 /* [dv][dk], RK_F32 only */, co
  * i, for each query in order, acc = (C_i . y) * w_0, then acc = acc + x_j[i] * c_j over the records
  * in ascending order (rssm_readout_row); GDN U queries turn acc into u (rssm_gdn_u), written to the
  * ring and to the staged x that later queries of this lane read. */
-template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg) */>
+template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg) */,
+          int R /* rows per batch of the checkpoint loop: ro4_rows_q, or ro4_rows_small_grid */>
 __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
     ro4_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
@@ -705,7 +711,7 @@ __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
                                        d.skip, scw, lane);
   } else {
     /* the RK_F32 instance takes its scratch rows here too (f32 != nullptr), as before */
-    ro4_tile<M, FK, QG, ro4_rows_q(M, FK, QG), ahead>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
+    ro4_tile<M, FK, QG, R, ahead>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
                                              d.skip, scw, lane);
   }
 
@@ -780,13 +786,21 @@ void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int
 inline int ro4_qg(const dev_state &d, int op) { return op == OP_STEP ? (d.gdn ? 2 : 1) : QG3; }
 
 void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ) {
+                const ck_view &rd, int op, const float *q, int nt, float *o, const float *coefs, int NQ, int sms) {
   const int qg = ro4_qg(d, op);
+  const unsigned blocks = grid.x * grid.y;
   auto go = [&](auto m, auto fk) {
     constexpr int MM = decltype(m)::value, FK = decltype(fk)::value;
-    if (qg == 1) ro4_kernel<MM, FK, 1><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
-    else if (qg == 2) ro4_kernel<MM, FK, 2><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
-    else ro4_kernel<MM, FK, QG3><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    if constexpr (MM == 4 && FK == RK_F32) { /* the small-grid instances (ro4_small_grid_f32) */
+      if (qg <= 2 && ro4_small_grid_f32(MM, FK, qg, blocks, sms)) {
+        if (qg == 1) ro4_kernel<MM, FK, 1, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+        else ro4_kernel<MM, FK, 2, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+        return;
+      }
+    }
+    if (qg == 1) ro4_kernel<MM, FK, 1, ro4_rows_q(MM, FK, 1)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    else if (qg == 2) ro4_kernel<MM, FK, 2, ro4_rows_q(MM, FK, 2)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    else ro4_kernel<MM, FK, QG3, ro4_rows_q(MM, FK, QG3)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
   };
   if (M <= 4) with_fk<4>(ro4_kind(rd, 4, d.dk), go);
   else with_fk<8>(ro4_kind(rd, 8, d.dk), go);
@@ -795,9 +809,14 @@ void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s,
 /* Raises the dynamic shared memory limit of every ro4 instance of one M to optin. */
 template <int M, int FK>
 bool raise_ro4_one(int optin) {
-  return cudaFuncSetAttribute(ro4_kernel<M, FK, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess &&
-         cudaFuncSetAttribute(ro4_kernel<M, FK, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess &&
-         cudaFuncSetAttribute(ro4_kernel<M, FK, QG3>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) == cudaSuccess;
+  const cudaFuncAttribute a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  bool ok = cudaFuncSetAttribute(ro4_kernel<M, FK, 1, ro4_rows_q(M, FK, 1)>, a, optin) == cudaSuccess &&
+            cudaFuncSetAttribute(ro4_kernel<M, FK, 2, ro4_rows_q(M, FK, 2)>, a, optin) == cudaSuccess &&
+            cudaFuncSetAttribute(ro4_kernel<M, FK, QG3, ro4_rows_q(M, FK, QG3)>, a, optin) == cudaSuccess;
+  if constexpr (M == 4 && FK == RK_F32) /* the small-grid instances (ro4_small_grid_f32) */
+    ok = ok && cudaFuncSetAttribute(ro4_kernel<M, FK, 1, 8>, a, optin) == cudaSuccess &&
+         cudaFuncSetAttribute(ro4_kernel<M, FK, 2, 8>, a, optin) == cudaSuccess;
+  return ok;
 }
 template <int M>
 bool raise_ro4(int optin) {
