@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(256, 2)
   cp_async_commit();
   const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
   const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
-  /* rows go from global memory straight to registers, 8 at a time, the next batch's loads
+  /* rows go from global memory straight to registers, RB at a time, the next batch's loads
      issued before this batch's folds; the block's shared memory is only the records, so many
      more blocks fit an SM than with session 14's staged tile (48-83 KB a block) */
   float xn[RB][M];

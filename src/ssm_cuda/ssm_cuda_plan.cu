@@ -12,7 +12,9 @@ constexpr int BOOK_THREADS = 128;
 /* 16-byte copies a plan thread makes of one token's records, about: sets the chunks per token.
  * Session 16's profile timed the plan of a spec round (T = 8) at 176-243 us under ncu, latency-
  * bound at 4.5 % of issue slots, when one block of 4 warps copied a row's 8 tokens with 4-byte
- * loads: each block here copies one chunk of one token, 16 bytes a load. */
+ * loads: each block here copies one chunk of one token, 16 bytes a load. On the H200 (session 17,
+ * docs/gpu-results.md) that plan took 28.7-39.5 us at 64-66 % of DRAM peak, and every step at
+ * B = 1 became 6-11 us faster. */
 constexpr int PLAN_VEC_PER_THREAD = 4;
 
 /* Copies n floats from src to dst, the elements i0, i0 + stride, ... (16-byte words of 4 floats
