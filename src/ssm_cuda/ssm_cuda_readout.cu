@@ -408,7 +408,7 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R][M] */, const float *y
  * (one code and one scale register per element in flight, no runtime format switch) and the
  * decodes are the branch-free register ones of quant/decode_fast.h. fp32 rows and the word
  * kinds' codes are loaded one batch ahead (the next batch's loads go out before this batch's dot
- * products; 4 rows a batch, ro4_rows); a verification's fp32 scratch
+ * products; RO4_ROWS a batch but two fp32 cases, ro4_rows_q); a verification's fp32 scratch
  * rows in a low-precision instance take a loop of their own (ro4_kernel). Same operations, operands and association as ro2 (and the CPU engine)
  * for every value: the same bits.
  * ------------------------------------------------------------------------------------------- */
@@ -417,7 +417,7 @@ __device__ inline void cy_chunk(const float (*x)[M] /* [R][M] */, const float *y
  * (fp16 too), decoded element by element by rssm_decode_at from global memory. */
 /* blocks of 256 threads an SM that the registers must allow: 2 (128 registers). 3 (80) spilled
  * with session 15's 8-row batches and was no faster (docs/gpu-results.md "Session 15"); with
- * 4-row batches (ro4_rows) the word kinds stay under 82 at 2 and fit 80 without spills at 3
+ * 4-row batches (RO4_ROWS) the word kinds stay under 82 at 2 and fit 80 without spills at 3
  * (session 16, compiled, not timed) */
 constexpr int RO4_MIN_BLOCKS = 2;
 
@@ -441,7 +441,7 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
   }
 }
 
-/* Rows per batch of an instance (R of ro4_tile): 4 for every instance. Every value has the same
+/* Rows per batch of an instance (R of ro4_tile): 4, but for two fp32 cases below. Every value has the same
  * bits for any R (each C_i . y is its own warp-32 dot, cy_chunk), so R only moves registers and
  * loads in flight. At 8 rows (session 15) the low-precision instances took 126-128 registers,
  * most of them spilling (up to 548 bytes at M = 4, 1624 at M = 8, where a batch is 64 floats a
@@ -453,21 +453,19 @@ inline int ro4_kind(const ck_view &v, int M, int dk) {
  * non-flush step 1.03-1.13x faster on all four shapes (docs/gpu-results.md, "Session 17", call 2,
  * both builds in one call). M = 8 spilled 244-492 bytes at 8 rows for fp32 too. */
 __host__ __device__ constexpr bool ro4_word(int FK) { return FK == RK_NVFP4W || FK == RK_E4M3W || FK == RK_BF16W; }
-__host__ __device__ constexpr int ro4_rows(int /* M */, int /* FK */) { return 4; }
+constexpr int RO4_ROWS = 4;
 /* A verification's fp32 instance (QG3 queries a group) keeps 8 rows: its 4 queries x 8 rows make
  * the 32 sums one halving reduces, and on the H200 it made the T = 8 round 1.04-1.05x faster than
  * 4 rows (docs/gpu-results.md, "Session 17", call 3, both builds in one call). */
 __host__ __device__ constexpr int ro4_rows_q(int M, int FK, int QG) {
-  return (M == 4 && FK == RK_F32 && QG > 2) ? 8 : ro4_rows(M, FK);
+  return (M == 4 && FK == RK_F32 && QG > 2) ? 8 : RO4_ROWS;
 }
-/* A step's fp32 instance on a grid of at most one block an SM (B = 1 on every bench shape) takes
+/* A step's fp32 instance (M = 4) on a grid of at most one block an SM (B = 1 on every bench shape) takes
  * 8 rows: there no other block hides a warp's dependent chain of batches, so half as many
  * batches is what counts, not the registers; on the H200 at B = 1 the 4-row non-flush step was
  * 1.0-1.5 us slower than 8 rows (24.0 against 22.5 us on nano; docs/gpu-results.md "Session 17",
  * calls 2 and 3), at B = 256 1.03-1.13x faster. */
-inline bool ro4_small_grid_f32(int M, int FK, int QG, unsigned blocks, int sms) {
-  return M == 4 && FK == RK_F32 && QG <= 2 && sms > 0 && blocks <= (unsigned)sms;
-}
+inline bool ro4_one_wave(unsigned blocks, int sms) { return sms > 0 && blocks <= (unsigned)sms; }
 
 /* One batch of R rows as loaded: the lane's code unit of each of its M columns and the block
  * scale it needs (the E4M3 byte for NVFP4, the fp32 scale's bits for fp8). */
@@ -643,7 +641,7 @@ __device__ inline void ro4_tile(const float *f32 /* [dv][dk], RK_F32 only */, co
  * in ascending order (rssm_readout_row); GDN U queries turn acc into u (rssm_gdn_u), written to the
  * ring and to the staged x that later queries of this lane read. */
 template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg) */,
-          int R /* rows per batch of the checkpoint loop: ro4_rows_q, or ro4_rows_small_grid */>
+          int R /* rows per batch of the checkpoint loop: ro4_rows_q, or 8 on one wave (ro4_one_wave) */>
 __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
     ro4_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
@@ -707,7 +705,7 @@ __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
        loop with a run-time f32 switch until session 16; the kernel's registers are the larger
        branch's). Its values and operations are those of that loop's f32 rows: ro4_load's fp32
        rows at f32 + row * dk, then cy_chunk, whose sums do not depend on the batch size */
-    ro4_tile<M, RK_F32, QG, ro4_rows(M, FK), false>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
+    ro4_tile<M, RK_F32, QG, RO4_ROWS, false>(f32, rd, mb, s_dec, lc, i0, nr, all_skip, ys, nq, dk, dv, cd, cf, cap,
                                        d.skip, scw, lane);
   } else {
     /* the RK_F32 instance takes its scratch rows here too (f32 != nullptr), as before */
@@ -791,8 +789,8 @@ void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s,
   const unsigned blocks = grid.x * grid.y;
   auto go = [&](auto m, auto fk) {
     constexpr int MM = decltype(m)::value, FK = decltype(fk)::value;
-    if constexpr (MM == 4 && FK == RK_F32) { /* the small-grid instances (ro4_small_grid_f32) */
-      if (qg <= 2 && ro4_small_grid_f32(MM, FK, qg, blocks, sms)) {
+    if constexpr (MM == 4 && FK == RK_F32) { /* a step's 8-row instances on one wave */
+      if (qg <= 2 && ro4_one_wave(blocks, sms)) {
         if (qg == 1) ro4_kernel<MM, FK, 1, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
         else ro4_kernel<MM, FK, 2, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
         return;
@@ -813,7 +811,7 @@ bool raise_ro4_one(int optin) {
   bool ok = cudaFuncSetAttribute(ro4_kernel<M, FK, 1, ro4_rows_q(M, FK, 1)>, a, optin) == cudaSuccess &&
             cudaFuncSetAttribute(ro4_kernel<M, FK, 2, ro4_rows_q(M, FK, 2)>, a, optin) == cudaSuccess &&
             cudaFuncSetAttribute(ro4_kernel<M, FK, QG3, ro4_rows_q(M, FK, QG3)>, a, optin) == cudaSuccess;
-  if constexpr (M == 4 && FK == RK_F32) /* the small-grid instances (ro4_small_grid_f32) */
+  if constexpr (M == 4 && FK == RK_F32) /* a step's 8-row instances on one wave (ro4_one_wave) */
     ok = ok && cudaFuncSetAttribute(ro4_kernel<M, FK, 1, 8>, a, optin) == cudaSuccess &&
          cudaFuncSetAttribute(ro4_kernel<M, FK, 2, 8>, a, optin) == cudaSuccess;
   return ok;
