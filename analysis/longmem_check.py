@@ -15,6 +15,11 @@ run's end is an error) gives, per model:
     split late / split early               at most 3  (split precision does not)
     the control's largest KL over all steps at most 1e-10 (the fp32 floor)
 
+Below the verdicts, each of the three configurations' mean KL per doubling bucket lo..2 lo - 1
+(lo = 16, 32, ... while the bucket fits the run; "curves" in the JSON): the two buckets of the bars
+do not say whether a curve flattens after a few hundred steps or still rises at the end, and that
+tells the designs of issue 15 apart (docs/trained-models.md).
+
 Exit status: 0 when every bar holds for every run, 1 when one is missed (each printed as
 "missed"), 2 for bad input (one line naming the file and what was expected).
 """
@@ -45,6 +50,16 @@ def bucket_mean(path, cfg, lo, N):
     return mean
 
 
+def curve(cfg, N, first=16):
+    """[[lo, mean KL over lo .. 2 lo - 1], ...] for lo = first, 2 first, ... while 2 lo - 1 <= N
+    (a bucket with no finite step gives nan)."""
+    out, lo = [], first
+    while 2 * lo - 1 <= N:
+        out.append([lo, window_stats(cfg.kl, lo, 2 * lo - 1)["mean"]])
+        lo *= 2
+    return out
+
+
 def find(path, run, spec):
     for c in run.configs:
         if c.spec == spec:
@@ -68,7 +83,8 @@ def check(path, a):
          "shared": {"spec": sh.spec, "early": e_sh, "late": l_sh},
          "split": {"spec": sp.spec, "early": e_sp, "late": l_sp},
          "ratio": l_sh / l_sp, "shared_growth": l_sh / e_sh, "split_growth": l_sp / e_sp,
-         "control_max": float(ctl.max()), "control_mean": float(ctl.mean())}
+         "control_max": float(ctl.max()), "control_mean": float(ctl.mean()),
+         "curves": {c.spec: curve(c, run.N) for c in (controls[0], sh, sp)}}
     r["verdicts"] = {
         "ratio": r["ratio"] >= BARS["ratio"],
         "shared_growth": r["shared_growth"] >= BARS["shared_growth"],
@@ -91,7 +107,10 @@ def report(r):
         f"  shared / split in {l_[0]}..{l_[1]}: {r['ratio']:.4g} (bar >= {BARS['ratio']:g}: "
         f"{ok('ratio')})",
         f"  control: max {r['control_max']:.3g}, mean {r['control_mean']:.3g} nats (bar: max <= "
-        f"{BARS['control_max']:g}: {ok('control_max')})"])
+        f"{BARS['control_max']:g}: {ok('control_max')})",
+        "  mean KL per bucket lo..2lo-1 (nats), as lo:mean:"]
+        + [f"    {spec}: " + " ".join(f"{lo}:{m:.3g}" for lo, m in pts)
+           for spec, pts in r["curves"].items()])
 
 
 def main():

@@ -36,7 +36,10 @@ clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
 seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
 where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
 forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
-(the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads).
+(the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads),
+--slow-per-layer N (2 by default; Mamba-2 with 4 groups: 4 fills the last two groups, giving the
+slow heads twice the weight: session 18), --medium-memory M (one more fixed head, before the slow
+ones).
 The GPU machine has transformers' torch fallbacks only (no fla / mamba_ssm / causal_conv1d);
 training runs their scans through scripts/train_scans.py (--fast-scans, the default: the same
 arithmetic in fewer, larger operations, switched on per scan only after it reproduces the
@@ -84,7 +87,7 @@ EVAL_SEQ = 2048         # the quickstart's windows for the held-out curve
 LONG_SEQ = 16384        # the no-degradation check: 2 windows of LONG_SEQ + 1 bytes
 N_REF = 512
 GDN_CHUNK = 256         # chunk of transformers' chunked GDN fallback (its default is 64)
-SLOW_PER_LAYER = 2      # slow heads per SSM layer
+SLOW_PER_LAYER = 2      # slow heads per SSM layer (--slow-per-layer)
 # Mamba-2's B/C groups (--m2-groups), which are also its gated norm's groups: with 4, the two slow
 # heads of a layer are a group of their own, so that the norm scales their output by their own
 # RMS; with 2 (the models of sessions 4-11) they share it with two learned heads. Session 13 tried
@@ -421,8 +424,8 @@ def fixed_decay(m, h, mem, w, row0):
 
 
 def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0,
-                     medium_memory=0.0):
-    """Reference-library init of every SSM head, then SLOW_PER_LAYER fixed slow heads a layer
+                     medium_memory=0.0, slow_per_layer=SLOW_PER_LAYER):
+    """Reference-library init of every SSM head, then slow_per_layer fixed slow heads a layer
     with memories log-spaced over slow_range; medium_memory > 0: the head before the slow ones
     gets a fixed decay of that memory too (--medium-memory); long_beta > 0: the learned GDN heads'
     beta is pushed down where they remember longer than long_beta tokens
@@ -436,7 +439,7 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
         raise RuntimeError("no SSM layers found")
     fixed = FixedHeads()
     fixed.beta = SlowBeta()
-    n_slow = len(layers) * SLOW_PER_LAYER
+    n_slow = len(layers) * slow_per_layer
     lo, hi = (math.log(v) for v in slow_range)
     with torch.no_grad():
         for li, (kind, m) in enumerate(layers):
@@ -448,23 +451,28 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             m.A_log.copy_(torch.log(a))
             m.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
             w, row0 = input_decay_rows(kind, m)
-            # slow heads: the last SLOW_PER_LAYER heads (GDN: they share the last key head;
-            # Mamba-2: they sit in the last B/C group)
+            # slow heads: the last slow_per_layer heads (GDN: they share the last key head;
+            # Mamba-2: they sit in the last B/C group, or fill the last groups whole, so that
+            # no gated-norm group mixes slow and learned heads)
             if kind == "mamba2":
                 per_group = nh // m.n_groups
-                if SLOW_PER_LAYER > per_group:
-                    raise RuntimeError("more slow heads than heads in one group")
-            for s in range(SLOW_PER_LAYER):
-                h = nh - SLOW_PER_LAYER + s
+                if slow_per_layer > per_group and slow_per_layer % per_group:
+                    raise RuntimeError(f"{slow_per_layer} slow heads: expected at most {per_group} "
+                                       f"(one B/C group) or a multiple of {per_group} (whole groups)")
+            if slow_per_layer + (medium_memory > 0) >= nh:
+                raise RuntimeError(f"{slow_per_layer} slow heads (and a medium one) leave no "
+                                   f"learned head of {nh}")
+            for s in range(slow_per_layer):
+                h = nh - slow_per_layer + s
                 j = s * len(layers) + li          # interleaved: each layer gets a spread
                 mem = math.exp(lo + (hi - lo) * j / max(1, n_slow - 1))
                 fixed.table.append({"layer": li, "kind": kind, "head": h, "role": "slow",
                                     **fixed_decay(m, h, mem, w, row0)})
                 if kind == "gdn":
                     fixed.table[-1]["beta_target"] = mem ** -0.5
-            slow = list(range(nh - SLOW_PER_LAYER, nh))
+            slow = list(range(nh - slow_per_layer, nh))
             slow_memories = [e["memory_design"] for e in fixed.table[-len(slow):]]
-            n_learned = nh - SLOW_PER_LAYER
+            n_learned = nh - slow_per_layer
             if medium_memory > 0:
                 # the medium head: the last one before the slow heads (Mamba-2 with 4 groups:
                 # the second head of the third group, beside a learned one)
@@ -941,7 +949,7 @@ def train(name, args):
 
     model = builder().to(torch.float32)
     fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory,
-                             args.medium_memory)
+                             args.medium_memory, args.slow_per_layer)
     if args.init_from:
         init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
@@ -1131,7 +1139,7 @@ def train(name, args):
               "tokens": step * BATCH * SEQ, "train_seconds": round(train_seconds, 1),
               "lr": args.lr, "seed": seed, "sources": SOURCES, "heldout_starts": starts,
               "final_train_bpb": rows[-1]["train_bpb"] if rows else None,
-              "slow_heads": fixed.table, "slow_per_layer": SLOW_PER_LAYER,
+              "slow_heads": fixed.table, "slow_per_layer": args.slow_per_layer,
               "slow_memories": list(args.slow_range), "slow_beta_weight": SLOW_BETA_WEIGHT,
               "gdn_chunk_start": chunk_info, "m2_chunk": m2_chunk, "fast_scans": fast_info,
               "init_from": args.init_from, "warmup": warmup,
@@ -1330,7 +1338,8 @@ def write_rest(work, out, name, result, rows):
 
 def m2_groups_arg(text):
     """--m2-groups G: G divides the 8 Mamba-2 heads and leaves at least SLOW_PER_LAYER heads in
-    a group (the slow heads share the last one)."""
+    a group (the default slow pair shares the last one; --slow-per-layer is checked against the
+    groups in main)."""
     try:
         g = int(text)
     except ValueError:
@@ -1339,6 +1348,20 @@ def m2_groups_arg(text):
         raise argparse.ArgumentTypeError(f"'{text}': expected 1, 2 or 4 (a divisor of the 8 heads "
                                          f"leaving at least {SLOW_PER_LAYER} heads a group)")
     return g
+
+
+def slow_per_layer_ok(slow, groups, medium):
+    """--slow-per-layer N on nemotronh-m2-tiny (8 heads in `groups` B/C groups): the slow heads sit
+    in one group or fill whole groups, and leave a learned head (besides the medium one, if any).
+    Returns the reason it does not, or None."""
+    per_group = 8 // groups
+    if slow < 1:
+        return "expected at least 1"
+    if slow > per_group and slow % per_group:
+        return f"expected at most {per_group} (one of {groups} B/C groups) or a multiple of {per_group}"
+    if slow + (medium > 0) >= 8:
+        return "expected fewer, leaving a learned head of the 8"
+    return None
 
 
 def slow_range_arg(text):
@@ -1390,6 +1413,10 @@ def main():
     ap.add_argument("--medium-memory", type=float, default=0.0, metavar="M",
                     help="one fixed head a SSM layer (the last before the slow heads) of memory M "
                          "tokens, like the slow heads (0: off; e.g. 8)")
+    ap.add_argument("--slow-per-layer", type=int, default=SLOW_PER_LAYER, metavar="N",
+                    help=f"fixed slow heads per SSM layer (default {SLOW_PER_LAYER}; Mamba-2: at most "
+                         "one B/C group's heads or whole groups: 4 with --m2-groups 4 gives the "
+                         "slow heads twice the weight of session 17's designs)")
     ap.add_argument("--slow-range", type=slow_range_arg, default=SLOW_MEMORIES, metavar="LO:HI",
                     help="memories of the fixed slow heads, log-spaced from LO to HI tokens "
                          f"(default {SLOW_MEMORIES[0]:g}:{SLOW_MEMORIES[1]:g}; HI at most half "
@@ -1409,6 +1436,13 @@ def main():
         ap.error(f"--medium-memory {args.medium_memory:g}: expected 0 or a memory in "
                  f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
     CAP_MEMORY_WEIGHT = args.cap_weight
+    if args.model == "nemotronh-m2-tiny":
+        why = slow_per_layer_ok(args.slow_per_layer, args.m2_groups, args.medium_memory)
+    else:   # GDN: 4 value heads a layer, the slow ones sharing the last key head (2 of them)
+        why = (None if 1 <= args.slow_per_layer <= 2 else "expected 1 or 2 (qwen35-gdn-tiny's "
+               "slow heads share its last key head of 2 value heads)")
+    if why:
+        ap.error(f"--slow-per-layer {args.slow_per_layer}: {why}")
     os.makedirs(args.out, exist_ok=True)
     import torch
     import transformers

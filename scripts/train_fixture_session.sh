@@ -182,7 +182,7 @@ drift_check() {
   for j in "${!JOB_MODEL[@]}"; do
     [ -f "$LOGS/drift-${JOB_NAME[$j]}.txt" ] || continue
     echo "train_session: drift check of ${JOB_NAME[$j]}:"
-    tail -n 7 "$LOGS/drift-${JOB_NAME[$j]}.txt"
+    tail -n 11 "$LOGS/drift-${JOB_NAME[$j]}.txt"   # the verdicts and the KL curves
     [ -f "$LOGS/context-${JOB_NAME[$j]}.txt" ] || continue
     echo "train_session: context check of ${JOB_NAME[$j]}:"
     tail -n 3 "$LOGS/context-${JOB_NAME[$j]}.txt"

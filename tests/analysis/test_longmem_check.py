@@ -58,6 +58,17 @@ def main():
         assert abs(j["shared_growth"] - 20) < 1e-3 and abs(j["ratio"] - 40) < 1e-3, j
         assert abs(j["split_growth"] - 1.25) < 1e-4, j
         assert "0 bar(s) missed" in r.stdout, r.stdout
+        # the curves: the bars' buckets hold their set values exactly; the control is flat; the
+        # last bucket is 4096..8191 (8192..16383 would end past the run)
+        cur = j["curves"]
+        assert list(cur) == ["replay L=16 ckpt=fp32", "replay L=16 ckpt=nvfp4/sr",
+                             "replay L=16 hp=fp32 lp=nvfp4"], list(cur)
+        sh = dict((lo, m) for lo, m in cur["replay L=16 ckpt=nvfp4/sr"])
+        assert sorted(sh) == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], sorted(sh)
+        assert abs(sh[64] / 1e-4 - 1) < 1e-6 and abs(sh[4096] / 2e-3 - 1) < 1e-6, sh
+        assert 0.5e-4 < sh[128] < 1.5e-4, sh                   # the noise around the early level
+        assert all(abs(m / 1e-13 - 1) < 1e-6 for _, m in cur["replay L=16 ckpt=fp32"]), cur
+        assert "    replay L=16 hp=fp32 lp=nvfp4: 16:" in r.stdout and " 4096:5e-05" in r.stdout, r.stdout
         r = run(good, flat, "--json", js)
         assert r.returncode == 1, r.stdout + r.stderr
         j = json.load(open(js))

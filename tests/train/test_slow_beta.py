@@ -231,7 +231,8 @@ for m in model.mixers:
     terms.append(F.softplus(-torch.log(-torch.expm1(-rate)) - math.log(16.0)).mean())
 want = tfm.CAP_MEMORY_WEIGHT * sum(terms) / len(terms)
 assert torch.allclose(got, want), (got, want)
-for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"]):
+for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"],
+            ["--slow-per-layer", "3"], ["--slow-per-layer", "8"]):
     try:
         tfm_args = ["--model", "nemotronh-m2-tiny", "--out", "/nonexistent/x"] + bad
         old_argv = tfm.sys.argv
@@ -243,5 +244,32 @@ for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weigh
     finally:
         tfm.sys.argv = old_argv
     raise AssertionError(f"{bad} accepted")
+# --slow-per-layer 4 with 4 groups: the slow heads fill the last two groups whole (heads 4..7),
+# the medium head is head 3 (beside learned head 2), the cap on heads 0..2 only; 16 slow
+# memories log-spaced over the model
+torch.manual_seed(5)
+model = FakeModel()
+fixed = tfm.design_ssm_heads(model, 7, slow_range=(4096.0, 8192.0), cap_memory=16.0,
+                             medium_memory=160.0, slow_per_layer=4)
+roles = sorted((e["layer"], e["head"], e["role"]) for e in fixed.table)
+assert roles == [(li, h, "medium" if h == 3 else "slow") for li in (0, 1) for h in range(3, 8)], roles
+slow_mem = sorted(e["memory_design"] for e in fixed.table if e["role"] == "slow")
+assert len(slow_mem) == 8 and abs(slow_mem[0] - 4096) < 1 and abs(slow_mem[-1] - 8192) < 1, slow_mem
+for m in model.mixers:
+    row0 = m.in_proj.weight.shape[0] - 8
+    assert m.in_proj.weight[row0 + 3:].abs().sum() == 0     # medium and slow dt rows zero
+    assert m.in_proj.weight[row0:row0 + 3].abs().sum() > 0  # the learned heads' rows kept
+# slow heads that would share a group with learned heads, or leave no learned head, are refused
+for slow, medium in ((3, 0.0), (5, 0.0), (7, 8.0), (8, 0.0)):
+    try:
+        tfm.design_ssm_heads(FakeModel(), 7, slow_range=(4096.0, 8192.0), medium_memory=medium,
+                             slow_per_layer=slow)
+    except RuntimeError:
+        continue
+    raise AssertionError(f"{slow} slow heads (medium {medium}) accepted")
+assert tfm.slow_per_layer_ok(4, 4, 160.0) is None and tfm.slow_per_layer_ok(2, 4, 0.0) is None
+assert tfm.slow_per_layer_ok(4, 2, 0.0) is None         # one group of 4
+for slow, groups, medium in ((3, 4, 0.0), (7, 1, 8.0), (0, 4, 0.0), (8, 1, 0.0)):
+    assert tfm.slow_per_layer_ok(slow, groups, medium), (slow, groups, medium)
 print("cap penalty", float(pen), "past cap", frac)
 print("ok")
