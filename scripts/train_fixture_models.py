@@ -38,8 +38,8 @@ where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2
 forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
 (the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads),
 --slow-per-layer N (2 by default; Mamba-2 with 4 groups: 4 fills the last two groups, giving the
-slow heads twice the weight: session 18), --medium-memory M (one more fixed head, before the slow
-ones).
+slow heads twice the weight: session 18), --medium-memory M[,M...] (more fixed heads, before the
+slow ones).
 The GPU machine has transformers' torch fallbacks only (no fla / mamba_ssm / causal_conv1d);
 training runs their scans through scripts/train_scans.py (--fast-scans, the default: the same
 arithmetic in fewer, larger operations, switched on per scan only after it reproduces the
@@ -426,8 +426,9 @@ def fixed_decay(m, h, mem, w, row0):
 def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0,
                      medium_memory=0.0, slow_per_layer=SLOW_PER_LAYER):
     """Reference-library init of every SSM head, then slow_per_layer fixed slow heads a layer
-    with memories log-spaced over slow_range; medium_memory > 0: the head before the slow ones
-    gets a fixed decay of that memory too (--medium-memory); long_beta > 0: the learned GDN heads'
+    with memories log-spaced over slow_range; medium_memory (a memory, or a list of them; 0 or
+    empty: none): the heads before the slow ones get fixed decays of those memories too, the first
+    next to the slow heads (--medium-memory); long_beta > 0: the learned GDN heads'
     beta is pushed down where they remember longer than long_beta tokens
     (SlowBeta.add_learned); cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to
     forget within cap_memory tokens (SlowBeta.add_cap)."""
@@ -437,6 +438,10 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
     layers = ssm_layers(model)
     if not layers:
         raise RuntimeError("no SSM layers found")
+    if isinstance(medium_memory, (int, float)):
+        mediums = [float(medium_memory)] if medium_memory > 0 else []
+    else:
+        mediums = [float(v) for v in medium_memory]
     fixed = FixedHeads()
     fixed.beta = SlowBeta()
     n_slow = len(layers) * slow_per_layer
@@ -457,11 +462,12 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             if kind == "mamba2":
                 per_group = nh // m.n_groups
                 if slow_per_layer > per_group and slow_per_layer % per_group:
-                    raise RuntimeError(f"{slow_per_layer} slow heads: expected at most {per_group} "
-                                       f"(one B/C group) or a multiple of {per_group} (whole groups)")
-            if slow_per_layer + (medium_memory > 0) >= nh:
-                raise RuntimeError(f"{slow_per_layer} slow heads (and a medium one) leave no "
-                                   f"learned head of {nh}")
+                    raise RuntimeError(f"{slow_per_layer} slow heads: expected at most "
+                                       f"{per_group} (one B/C group) or a multiple of "
+                                       f"{per_group} (whole groups)")
+            if slow_per_layer + len(mediums) >= nh:
+                raise RuntimeError(f"{slow_per_layer} slow heads and {len(mediums)} medium ones "
+                                   f"leave no learned head of {nh}")
             for s in range(slow_per_layer):
                 h = nh - slow_per_layer + s
                 j = s * len(layers) + li          # interleaved: each layer gets a spread
@@ -473,12 +479,13 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             slow = list(range(nh - slow_per_layer, nh))
             slow_memories = [e["memory_design"] for e in fixed.table[-len(slow):]]
             n_learned = nh - slow_per_layer
-            if medium_memory > 0:
-                # the medium head: the last one before the slow heads (Mamba-2 with 4 groups:
-                # the second head of the third group, beside a learned one)
+            for mem in mediums:
+                # the medium heads: the last ones before the slow heads (Mamba-2 with 4 groups
+                # and 2 slow heads: one medium head is the second head of the third group,
+                # beside a learned one)
                 n_learned -= 1
                 fixed.table.append({"layer": li, "kind": kind, "head": n_learned, "role": "medium",
-                                    **fixed_decay(m, n_learned, medium_memory, w, row0)})
+                                    **fixed_decay(m, n_learned, mem, w, row0)})
             pinned = list(range(n_learned, nh))   # the fixed heads: medium (if any) and slow
             if kind == "gdn" and SLOW_BETA_WEIGHT > 0:
                 fixed.beta.add(m, slow, slow_memories)
@@ -1350,16 +1357,32 @@ def m2_groups_arg(text):
     return g
 
 
+def medium_memories_arg(text):
+    """--medium-memory M[,M...] -> [M, ...] ("0": none); each a number of tokens (the bounds
+    against --slow-range are checked in main)."""
+    try:
+        mems = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected memories in tokens, e.g. 160 "
+                                         "or 160,12")
+    if mems == [0.0]:
+        return []
+    if not all(math.isfinite(v) for v in mems):
+        raise argparse.ArgumentTypeError(f"'{text}': expected finite memories")
+    return mems
+
+
 def slow_per_layer_ok(slow, groups, medium):
     """--slow-per-layer N on nemotronh-m2-tiny (8 heads in `groups` B/C groups): the slow heads sit
-    in one group or fill whole groups, and leave a learned head (besides the medium one, if any).
-    Returns the reason it does not, or None."""
+    in one group or fill whole groups, and leave a learned head besides the `medium` medium
+    heads. Returns the reason it does not, or None."""
     per_group = 8 // groups
     if slow < 1:
         return "expected at least 1"
     if slow > per_group and slow % per_group:
-        return f"expected at most {per_group} (one of {groups} B/C groups) or a multiple of {per_group}"
-    if slow + (medium > 0) >= 8:
+        return (f"expected at most {per_group} (one of {groups} B/C groups) or a multiple of "
+                f"{per_group}")
+    if slow + medium >= 8:
         return "expected fewer, leaving a learned head of the 8"
     return None
 
@@ -1410,9 +1433,10 @@ def main():
                          "long memory alone")
     ap.add_argument("--cap-weight", type=float, default=CAP_MEMORY_WEIGHT, metavar="W",
                     help=f"weight of --cap-memory's penalty (default {CAP_MEMORY_WEIGHT:g})")
-    ap.add_argument("--medium-memory", type=float, default=0.0, metavar="M",
-                    help="one fixed head a SSM layer (the last before the slow heads) of memory M "
-                         "tokens, like the slow heads (0: off; e.g. 8)")
+    ap.add_argument("--medium-memory", type=medium_memories_arg, default=[], metavar="M[,M...]",
+                    help="fixed heads a SSM layer (the last before the slow heads, the first M "
+                         "next to them) of memory M tokens, like the slow heads (0: none; e.g. "
+                         "160, or 160,12 for two)")
     ap.add_argument("--slow-per-layer", type=int, default=SLOW_PER_LAYER, metavar="N",
                     help=f"fixed slow heads per SSM layer (default {SLOW_PER_LAYER}; Mamba-2: at most "
                          "one B/C group's heads or whole groups: 4 with --m2-groups 4 gives the "
@@ -1432,15 +1456,18 @@ def main():
     M2_GROUPS = args.m2_groups
     if not (args.cap_weight > 0 and math.isfinite(args.cap_weight)):
         ap.error(f"--cap-weight {args.cap_weight}: expected a positive number")
-    if args.medium_memory != 0 and not 1 < args.medium_memory <= args.slow_range[0]:
-        ap.error(f"--medium-memory {args.medium_memory:g}: expected 0 or a memory in "
-                 f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
+    for mem in args.medium_memory:
+        if not 1 < mem <= args.slow_range[0]:
+            ap.error(f"--medium-memory {mem:g}: expected 0 or memories in "
+                     f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
     CAP_MEMORY_WEIGHT = args.cap_weight
     if args.model == "nemotronh-m2-tiny":
-        why = slow_per_layer_ok(args.slow_per_layer, args.m2_groups, args.medium_memory)
+        why = slow_per_layer_ok(args.slow_per_layer, args.m2_groups, len(args.medium_memory))
     else:   # GDN: 4 value heads a layer, the slow ones sharing the last key head (2 of them)
         why = (None if 1 <= args.slow_per_layer <= 2 else "expected 1 or 2 (qwen35-gdn-tiny's "
                "slow heads share its last key head of 2 value heads)")
+        if not why and args.slow_per_layer + len(args.medium_memory) >= 4:
+            why = f"with {len(args.medium_memory)} medium heads: expected a learned head of the 4 left"
     if why:
         ap.error(f"--slow-per-layer {args.slow_per_layer}: {why}")
     os.makedirs(args.out, exist_ok=True)

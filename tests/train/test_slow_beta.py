@@ -3,8 +3,9 @@ the penalty equals its formula, only learned heads whose per-token memory exceed
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
 fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
 not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and the parsers of --slow-range
-and --m2-groups; design_ssm_heads with --medium-memory. Needs torch (not transformers); scripts/train_fixture_session.sh runs it
-before training, on the GPU machine (CI has no torch).
+and --m2-groups; design_ssm_heads with --medium-memory (one or two heads) and --slow-per-layer.
+Needs torch (not transformers); scripts/train_fixture_session.sh runs it before training, on the
+GPU machine (CI has no torch; here Debian's python3-torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
 import math
 
@@ -232,7 +233,9 @@ for m in model.mixers:
 want = tfm.CAP_MEMORY_WEIGHT * sum(terms) / len(terms)
 assert torch.allclose(got, want), (got, want)
 for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"],
-            ["--slow-per-layer", "3"], ["--slow-per-layer", "8"]):
+            ["--slow-per-layer", "3"], ["--slow-per-layer", "8"], ["--medium-memory", "160,1"],
+            ["--slow-per-layer", "4", "--medium-memory", "160,100,50,20"],
+            ["--model", "qwen35-gdn-tiny", "--medium-memory", "160,12"]):
     try:
         tfm_args = ["--model", "nemotronh-m2-tiny", "--out", "/nonexistent/x"] + bad
         old_argv = tfm.sys.argv
@@ -267,9 +270,33 @@ for slow, medium in ((3, 0.0), (5, 0.0), (7, 8.0), (8, 0.0)):
     except RuntimeError:
         continue
     raise AssertionError(f"{slow} slow heads (medium {medium}) accepted")
-assert tfm.slow_per_layer_ok(4, 4, 160.0) is None and tfm.slow_per_layer_ok(2, 4, 0.0) is None
-assert tfm.slow_per_layer_ok(4, 2, 0.0) is None         # one group of 4
-for slow, groups, medium in ((3, 4, 0.0), (7, 1, 8.0), (0, 4, 0.0), (8, 1, 0.0)):
+assert tfm.slow_per_layer_ok(4, 4, 1) is None and tfm.slow_per_layer_ok(2, 4, 0) is None
+assert tfm.slow_per_layer_ok(4, 2, 0) is None           # one group of 4
+assert tfm.slow_per_layer_ok(4, 4, 3) is None           # one learned head left
+for slow, groups, medium in ((3, 4, 0), (7, 1, 1), (0, 4, 0), (8, 1, 0), (4, 4, 4)):
     assert tfm.slow_per_layer_ok(slow, groups, medium), (slow, groups, medium)
+# --medium-memory 160,12: two medium heads a layer, the first next to the slow ones (head 3),
+# the second before it (head 2; with 4 groups the two make group 1); learned heads 0, 1
+torch.manual_seed(6)
+model = FakeModel()
+fixed = tfm.design_ssm_heads(model, 7, slow_range=(4096.0, 8192.0), cap_memory=16.0,
+                             medium_memory=[160.0, 12.0], slow_per_layer=4)
+got = sorted((e["layer"], e["head"], e["role"], round(e["memory_design"]))
+             for e in fixed.table if e["role"] == "medium")
+assert got == [(li, h, "medium", mem) for li in (0, 1) for h, mem in ((2, 12), (3, 160))], got
+for e in fixed.table:
+    if e["role"] == "medium":
+        assert abs(e["memory_bf16"] / (1 / -math.expm1(-1 / e["memory_design"])) - 1) < 0.02, e
+for m in model.mixers:
+    row0 = m.in_proj.weight.shape[0] - 8
+    assert m.in_proj.weight[row0 + 2:].abs().sum() == 0 and m.in_proj.weight[row0:row0 + 2].abs().sum() > 0
+assert tfm.medium_memories_arg("160,12") == [160.0, 12.0] and tfm.medium_memories_arg("0") == []
+assert tfm.medium_memories_arg("8") == [8.0]
+for bad in ("", "a", "160,", "nan"):
+    try:
+        tfm.medium_memories_arg(bad)
+    except tfm.argparse.ArgumentTypeError:
+        continue
+    raise AssertionError(f"--medium-memory '{bad}' accepted")
 print("cap penalty", float(pen), "past cap", frac)
 print("ok")
