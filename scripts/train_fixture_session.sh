@@ -42,7 +42,9 @@
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar; with VARIANTS the same
 # three files in each OUT/TAG/ (its train-logs.tar holds its own logs as full-NAME.log, so that
 # scripts/install_trained_models.sh OUT/TAG DEST installs it). With DRIFT_CHECK each log archive
-# also holds drift-*.txt, and the call's output ends with the check's verdicts.
+# also holds drift-NAME.txt and .json (and with CONTEXT_CHECK context-NAME.txt and .json), and the
+# call's output ends with the check's verdicts; analysis/design_table.py OUT/TAG ... puts each
+# design's figures against issue 15's bars in one table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./train-out}
@@ -170,11 +172,12 @@ drift_check() {
           --config 'replay L=16 ckpt=fp32' --config 'replay L=16 ckpt=nvfp4/sr' \
           --config 'replay L=16 hp=fp32 lp=nvfp4' --steps 8192 --sequences 1 --seed 1 \
           --device cuda --quiet --force --out "$d.h5" &&
-        python3 analysis/longmem_check.py "$d.h5" ) >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1
+        python3 analysis/longmem_check.py "$d.h5" --json "$LOGS/drift-${JOB_NAME[$j]}.json" ) \
+        >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1
       if [ "${CONTEXT_CHECK:-0}" = 1 ] && [ -s "$d/$m/config.json" ]; then
         # bounded, so that a slow check cannot take the call's other results with it
         timeout "${CONTEXT_TIMEOUT:-150}" python3 analysis/context_degradation.py --model "$d/$m" --bin "$d.bin" --device cuda \
-          --json "$d-context.json" >"$LOGS/context-${JOB_NAME[$j]}.txt" 2>&1
+          --json "$LOGS/context-${JOB_NAME[$j]}.json" >"$LOGS/context-${JOB_NAME[$j]}.txt" 2>&1
       fi ) &
     pids+=($!)
   done
@@ -204,8 +207,8 @@ pack_logs() {
     for f in smoke full; do
       [ -f "$LOGS/$f-$n.log" ] && cp "$LOGS/$f-$n.log" "$p/$f-$m.log"
     done
-    for f in drift context; do
-      [ -f "$LOGS/$f-$n.txt" ] && cp "$LOGS/$f-$n.txt" "$p/$f-$m.txt"
+    for f in drift-$n.txt drift-$n.json context-$n.txt context-$n.json; do
+      [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$p/${f/-$n./-$m.}"
     done
     tar -cf "$OUT/${JOB_SUB[$j]}/train-logs.tar" -C "$p" .
   done

@@ -20,8 +20,12 @@ cat >"$T/bin/python3" <<'EOF'
 #!/usr/bin/env bash
 case $1 in
   tests/train/*) exit 0 ;;
-  analysis/longmem_check.py) echo "longmem_check: verdict on $2"; exit 1 ;;  # a missed bar
-  analysis/context_degradation.py) echo "| context table: $*"; "$5" logits --fake; exit 0 ;;
+  analysis/longmem_check.py)   # a missed bar; --json FILE as the third and fourth arguments
+    [ "$3" = --json ] && echo "[\"drift of $2\"]" >"$4"
+    echo "longmem_check: verdict on $2"; exit 1 ;;
+  analysis/context_degradation.py)   # --json FILE as the eighth and ninth
+    [ "$8" = --json ] && echo "[\"context of $3\"]" >"$9"
+    echo "| context table: $*"; "$5" logits --fake; exit 0 ;;
   scripts/train_fixture_models.py) ;;
   *) echo "fake python3: unexpected $*" >&2; exit 3 ;;
 esac
@@ -78,8 +82,12 @@ grep -q -- "--out $T/var/b .*--cap-memory 16 --slow-range 4096:16384 --warmup 20
 for v in a b; do
   [ -s "$T/var/$v/nemotronh-m2-tiny.safetensors" ] || fail "variant $v: no checkpoint"
   members=$(tar -tf "$T/var/$v/train-logs.tar" | sort | tr '\n' ' ')
-  [ "$members" = "./ ./context-nemotronh-m2-tiny.txt ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
+  [ "$members" = "./ ./context-nemotronh-m2-tiny.json ./context-nemotronh-m2-tiny.txt ./drift-nemotronh-m2-tiny.json ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
     fail "variant $v's logs: $members"
+  # the checks' JSON (analysis/design_table.py reads them), each the variant's own
+  js=$(tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.json ./context-nemotronh-m2-tiny.json)
+  [ "$js" = "$(printf '["drift of %s"]\n["context of %s"]' "$T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" \
+      "$T/var.work/rssm-drift/nemotronh-m2-tiny-$v/nemotronh-m2-tiny")" ] || fail "variant $v's check JSON: $js"
   # (listings are read whole before grep: grep -q closing the pipe early would fail tar under pipefail)
   verdict=$(tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.txt)
   grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" <<<"$verdict" ||
