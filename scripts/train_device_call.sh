@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One training call on the GPU machine: what the device-call scripts of sessions 16-18 repeated
 # by hand before and after scripts/train_fixture_session.sh. Unpacks the MIN=1 bundle
-# (.devrun.txz, scripts/bundle_device.sh) when .devrun/ is missing, rebuilds the held-out token
+# (.devrun.txz, scripts/bundle_device.sh), rebuilds the held-out token
 # stream from data/moby-dick.txt (the stream is not carried: the device call's 64 MiB), runs
 # scripts/train_fixture_session.sh with the caller's environment (ONLY, VARIANTS, TRAIN_SECONDS,
 # DRIFT_CHECK, ...: see that script) under a time limit, its output into $OUT/session.log, and
@@ -18,9 +18,12 @@ die() { echo "train_device_call: $*" >&2; exit 2; }
 [ -n "${OUT:-}" ] || die "OUT: not set (expected the device's \$OUT)"
 mkdir -p "$OUT" || die "$OUT: cannot create"
 date -u
-if [ ! -x .devrun/bin/replayssm ]; then
-  [ -f .devrun.txz ] || die ".devrun/bin/replayssm and .devrun.txz missing (carry .devrun.txz: MIN=1 bash scripts/bundle_device.sh)"
+# always unpacked when carried: the device keeps ignored files between calls, so a .devrun/ left
+# by an earlier call could hold an older build
+if [ -f .devrun.txz ]; then
   tar -xJf .devrun.txz || die ".devrun.txz: not an xz tar archive"
+elif [ ! -x .devrun/bin/replayssm ]; then
+  die ".devrun.txz missing (carry it: MIN=1 bash scripts/bundle_device.sh)"
 fi
 [ -s data/moby-dick.txt ] || die "data/moby-dick.txt missing (carry it: scripts/fetch_data.sh)"
 LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64 .devrun/bin/replayssm tokens --force \

@@ -33,6 +33,10 @@ grep -qx "session ONLY=nemotronh-m2-tiny VARIANTS=a=--x 1 tokens: tokens of data
   fail "session.log: $(cat "$T/out/session.log")"
 grep -q "train_fixture_session.sh exit 3" <<<"$out" && grep -q "^session ONLY=" <<<"$out" || fail "output: $out"
 
+# a stale .devrun/ (an earlier call's, kept by the device) is replaced by the carried bundle
+echo stale >"$R/.devrun/bin/replayssm"
+(cd "$R" && OUT=$T/out3 bash scripts/train_device_call.sh >/dev/null 2>&1)
+grep -q "stand-in" "$R/.devrun/bin/replayssm" || fail "a stale .devrun/ was used"
 (cd "$R" && bash scripts/train_device_call.sh >/dev/null 2>&1); [ $? = 2 ] || fail "no OUT not refused"
 rm -rf "$R/.devrun" "$R/.devrun.txz"
 (cd "$R" && OUT=$T/out2 bash scripts/train_device_call.sh >/dev/null 2>&1); [ $? = 2 ] || fail "no bundle not refused"
