@@ -15,6 +15,11 @@ run's end is an error) gives, per model:
     split late / split early               at most 3  (split precision does not)
     the control's largest KL over all steps at most 1e-10 (the fp32 floor)
 
+With more than one sequence (window), the bars are on the means pooled over them, and each
+sequence's own growths and ratio follow the verdicts ("per_sequence" in the JSON): the early
+bucket holds 64 positions of one text, so a single window's verdict moves with the text (session
+18: one design's shared growth 9.2-15.9 over four windows of Moby-Dick).
+
 Below the verdicts, each of the three configurations' mean KL per doubling bucket lo..2 lo - 1
 (lo = 16, 32, ... while the bucket fits the run; "curves" in the JSON): the two buckets of the bars
 do not say whether a curve flattens after a few hundred steps or still rises at the end, and that
@@ -85,6 +90,13 @@ def check(path, a):
          "ratio": l_sh / l_sp, "shared_growth": l_sh / e_sh, "split_growth": l_sp / e_sp,
          "control_max": float(ctl.max()), "control_mean": float(ctl.mean()),
          "curves": {c.spec: curve(c, run.N) for c in (controls[0], sh, sp)}}
+    if run.K > 1:
+        def seq_mean(cfg, lo, i):
+            return window_stats(cfg.kl[i:i + 1], lo, 2 * lo - 1)["mean"]
+        r["per_sequence"] = [
+            {"shared_growth": seq_mean(sh, a.late, i) / seq_mean(sh, a.early, i),
+             "split_growth": seq_mean(sp, a.late, i) / seq_mean(sp, a.early, i),
+             "ratio": seq_mean(sh, a.late, i) / seq_mean(sp, a.late, i)} for i in range(run.K)]
     r["verdicts"] = {
         "ratio": r["ratio"] >= BARS["ratio"],
         "shared_growth": r["shared_growth"] >= BARS["shared_growth"],
@@ -107,8 +119,11 @@ def report(r):
         f"  shared / split in {l_[0]}..{l_[1]}: {r['ratio']:.4g} (bar >= {BARS['ratio']:g}: "
         f"{ok('ratio')})",
         f"  control: max {r['control_max']:.3g}, mean {r['control_mean']:.3g} nats (bar: max <= "
-        f"{BARS['control_max']:g}: {ok('control_max')})",
-        "  mean KL per bucket lo..2lo-1 (nats), as lo:mean:"]
+        f"{BARS['control_max']:g}: {ok('control_max')})"]
+        + [f"  sequence {i}: shared growth {q['shared_growth']:.4g}, split growth "
+           f"{q['split_growth']:.4g}, shared / split {q['ratio']:.4g}"
+           for i, q in enumerate(r.get("per_sequence", []))]
+        + ["  mean KL per bucket lo..2lo-1 (nats), as lo:mean:"]
         + [f"    {spec}: " + " ".join(f"{lo}:{m:.3g}" for lo, m in pts)
            for spec, pts in r["curves"].items()])
 

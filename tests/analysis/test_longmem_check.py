@@ -69,6 +69,20 @@ def main():
         assert 0.5e-4 < sh[128] < 1.5e-4, sh                   # the noise around the early level
         assert all(abs(m / 1e-13 - 1) < 1e-6 for _, m in cur["replay L=16 ckpt=fp32"]), cur
         assert "    replay L=16 hp=fp32 lp=nvfp4: 16:" in r.stdout and " 4096:5e-05" in r.stdout, r.stdout
+        # per sequence: sequence 1's early shared level doubled -> its growth 10, sequence 0's
+        # 20, the pooled growth 2e-3 / 1.5e-4 = 13.33
+        mixed = os.path.join(d, "mixed.h5")
+        write_run(mixed, 1e-4, 2e-3, 4e-5, 5e-5)
+        with h5py.File(mixed, "r+") as f:
+            f["configs/shared/kl"][1, 63:127] = 2e-4
+        r = run(mixed, "--json", js)
+        assert r.returncode == 0, r.stdout + r.stderr
+        j = json.load(open(js))[0]
+        assert abs(j["shared_growth"] - 2e-3 / 1.5e-4) < 1e-3, j
+        ps = j["per_sequence"]
+        assert len(ps) == 2 and abs(ps[0]["shared_growth"] - 20) < 1e-3, ps
+        assert abs(ps[1]["shared_growth"] - 10) < 1e-3 and abs(ps[1]["split_growth"] - 1.25) < 1e-4, ps
+        assert "  sequence 1: shared growth 10, split growth 1.25, shared / split 40" in r.stdout, r.stdout
         r = run(good, flat, "--json", js)
         assert r.returncode == 1, r.stdout + r.stderr
         j = json.load(open(js))
