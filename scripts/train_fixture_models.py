@@ -1357,6 +1357,30 @@ def m2_groups_arg(text):
     return g
 
 
+def source_weights_arg(text):
+    """--source-weights NAME=W,... -> [(NAME, W / sum), ...] in SOURCES' order: every source of
+    SOURCES once, each weight positive and finite (normalised to sum 1)."""
+    names = [n for n, _ in SOURCES]
+    got = {}
+    for item in text.split(","):
+        name, eq, w = item.partition("=")
+        try:
+            w = float(w) if eq else float("nan")
+        except ValueError:
+            w = float("nan")
+        if name not in names or name in got or not (math.isfinite(w) and w > 0):
+            raise argparse.ArgumentTypeError(
+                f"'{item}': expected NAME=WEIGHT with NAME one of {', '.join(names)} (each once) "
+                "and a positive weight")
+        got[name] = w
+    if set(got) != set(names):
+        missing = ", ".join(n for n in names if n not in got)
+        raise argparse.ArgumentTypeError(f"'{text}': missing {missing} (expected a weight for "
+                                         "every source)")
+    total = sum(got.values())
+    return [(n, got[n] / total) for n in names]
+
+
 def medium_memories_arg(text):
     """--medium-memory M[,M...] -> [M, ...] ("0": none); each a number of tokens (the bounds
     against --slow-range are checked in main)."""
@@ -1400,7 +1424,7 @@ def slow_range_arg(text):
 
 
 def main():
-    global BATCH, M2_GROUPS, CAP_MEMORY_WEIGHT
+    global BATCH, M2_GROUPS, CAP_MEMORY_WEIGHT, SOURCES
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
     ap.add_argument("--out", required=True)
@@ -1437,6 +1461,11 @@ def main():
                     help="fixed heads a SSM layer (the last before the slow heads, the first M "
                          "next to them) of memory M tokens, like the slow heads (0: none; e.g. "
                          "160, or 160,12 for two)")
+    ap.add_argument("--source-weights", type=source_weights_arg, default=None, metavar="NAME=W,...",
+                    help="the corpus sources' sampling weights, every source once (default "
+                         + ",".join(f"{n}={w:g}" for n, w in SOURCES) + "; normalised), e.g. "
+                         "nearer the sources' sizes so that the small ones are not passed over "
+                         "many times in a long run (session 18)")
     ap.add_argument("--slow-per-layer", type=int, default=SLOW_PER_LAYER, metavar="N",
                     help=f"fixed slow heads per SSM layer (default {SLOW_PER_LAYER}; Mamba-2: at most "
                          "one B/C group's heads or whole groups: 4 with --m2-groups 4 gives the "
@@ -1454,6 +1483,8 @@ def main():
     args = ap.parse_args()
     BATCH = args.batch
     M2_GROUPS = args.m2_groups
+    if args.source_weights is not None:
+        SOURCES = args.source_weights   # load_corpus and eval.json's "sources" read it
     if not (args.cap_weight > 0 and math.isfinite(args.cap_weight)):
         ap.error(f"--cap-weight {args.cap_weight}: expected a positive number")
     for mem in args.medium_memory:

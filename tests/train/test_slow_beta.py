@@ -232,6 +232,20 @@ for m in model.mixers:
     terms.append(F.softplus(-torch.log(-torch.expm1(-rate)) - math.log(16.0)).mean())
 want = tfm.CAP_MEMORY_WEIGHT * sum(terms) / len(terms)
 assert torch.allclose(got, want), (got, want)
+# --source-weights: every source once, normalised, in SOURCES' order; refusals
+sw = tfm.source_weights_arg("sotu=3,kjv=1,austen=2,tdavid=3,mhcc=1")
+assert [n for n, _ in sw] == [n for n, _ in tfm.SOURCES], sw
+assert dict(sw) == {"austen": 0.2, "tdavid": 0.3, "sotu": 0.3, "kjv": 0.1, "mhcc": 0.1}, sw
+for bad in ("austen=1,tdavid=1,sotu=1,kjv=1", "austen=1,tdavid=1,sotu=1,kjv=1,mhcc=0",
+            "austen=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
+            "moby=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
+            "austen,tdavid=1,sotu=1,kjv=1,mhcc=1", "austen=x,tdavid=1,sotu=1,kjv=1,mhcc=1",
+            "austen=inf,tdavid=1,sotu=1,kjv=1,mhcc=1"):
+    try:
+        tfm.source_weights_arg(bad)
+    except tfm.argparse.ArgumentTypeError:
+        continue
+    raise AssertionError(f"--source-weights {bad} accepted")
 for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"],
             ["--slow-per-layer", "3"], ["--slow-per-layer", "8"], ["--medium-memory", "160,1"],
             ["--slow-per-layer", "4", "--medium-memory", "160,100,50,20"],
