@@ -459,15 +459,12 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             # slow heads: the last slow_per_layer heads (GDN: they share the last key head;
             # Mamba-2: they sit in the last B/C group, or fill the last groups whole, so that
             # no gated-norm group mixes slow and learned heads)
-            if kind == "mamba2":
-                per_group = nh // m.n_groups
-                if slow_per_layer > per_group and slow_per_layer % per_group:
-                    raise RuntimeError(f"{slow_per_layer} slow heads: expected at most "
-                                       f"{per_group} (one B/C group) or a multiple of "
-                                       f"{per_group} (whole groups)")
-            if slow_per_layer + len(mediums) >= nh:
-                raise RuntimeError(f"{slow_per_layer} slow heads and {len(mediums)} medium ones "
-                                   f"leave no learned head of {nh}")
+            # (main checks the same with the models' head counts before anything is built)
+            why = fixed_heads_problem(slow_per_layer, len(mediums), nh,
+                                      nh // m.n_groups if kind == "mamba2" else nh,
+                                      whole_groups=kind == "mamba2")
+            if why:
+                raise RuntimeError(f"layer {li}: {slow_per_layer} slow heads: {why}")
             for s in range(slow_per_layer):
                 h = nh - slow_per_layer + s
                 j = s * len(layers) + li          # interleaved: each layer gets a spread
@@ -1396,18 +1393,18 @@ def medium_memories_arg(text):
     return mems
 
 
-def slow_per_layer_ok(slow, groups, medium):
-    """--slow-per-layer N on nemotronh-m2-tiny (8 heads in `groups` B/C groups): the slow heads sit
-    in one group or fill whole groups, and leave a learned head besides the `medium` medium
-    heads. Returns the reason it does not, or None."""
-    per_group = 8 // groups
+def fixed_heads_problem(slow, medium, nh, per_group, whole_groups):
+    """Why `slow` slow heads and `medium` medium heads do not fit a layer of nh heads in groups of
+    per_group (Mamba-2: B/C and gated-norm groups; GDN: the value heads of one key head), or None:
+    the slow heads sit in one group, or with whole_groups fill whole groups (so that no group mixes
+    slow and learned heads), and at least one head is left to learn."""
     if slow < 1:
         return "expected at least 1"
-    if slow > per_group and slow % per_group:
-        return (f"expected at most {per_group} (one of {groups} B/C groups) or a multiple of "
-                f"{per_group}")
-    if slow + medium >= 8:
-        return "expected fewer, leaving a learned head of the 8"
+    if slow > per_group and (not whole_groups or slow % per_group):
+        return (f"expected at most {per_group} (one group)"
+                + (f" or a multiple of {per_group} (whole groups)" if whole_groups else ""))
+    if slow + medium >= nh:
+        return f"with {medium} medium heads: expected fewer, leaving a learned head of the {nh}"
     return None
 
 
@@ -1492,13 +1489,11 @@ def main():
             ap.error(f"--medium-memory {mem:g}: expected 0 or memories in "
                      f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
     CAP_MEMORY_WEIGHT = args.cap_weight
-    if args.model == "nemotronh-m2-tiny":
-        why = slow_per_layer_ok(args.slow_per_layer, args.m2_groups, len(args.medium_memory))
-    else:   # GDN: 4 value heads a layer, the slow ones sharing the last key head (2 of them)
-        why = (None if 1 <= args.slow_per_layer <= 2 else "expected 1 or 2 (qwen35-gdn-tiny's "
-               "slow heads share its last key head of 2 value heads)")
-        if not why and args.slow_per_layer + len(args.medium_memory) >= 4:
-            why = f"with {len(args.medium_memory)} medium heads: expected a learned head of the 4 left"
+    # nemotronh-m2-tiny: 8 heads in --m2-groups groups; qwen35-gdn-tiny: 4 value heads, 2 a key
+    # head (its slow heads share the last key head)
+    m2 = args.model == "nemotronh-m2-tiny"
+    why = fixed_heads_problem(args.slow_per_layer, len(args.medium_memory), 8 if m2 else 4,
+                              8 // args.m2_groups if m2 else 2, whole_groups=m2)
     if why:
         ap.error(f"--slow-per-layer {args.slow_per_layer}: {why}")
     os.makedirs(args.out, exist_ok=True)

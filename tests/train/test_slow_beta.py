@@ -284,11 +284,15 @@ for slow, medium in ((3, 0.0), (5, 0.0), (7, 8.0), (8, 0.0)):
     except RuntimeError:
         continue
     raise AssertionError(f"{slow} slow heads (medium {medium}) accepted")
-assert tfm.slow_per_layer_ok(4, 4, 1) is None and tfm.slow_per_layer_ok(2, 4, 0) is None
-assert tfm.slow_per_layer_ok(4, 2, 0) is None           # one group of 4
-assert tfm.slow_per_layer_ok(4, 4, 3) is None           # one learned head left
-for slow, groups, medium in ((3, 4, 0), (7, 1, 1), (0, 4, 0), (8, 1, 0), (4, 4, 4)):
-    assert tfm.slow_per_layer_ok(slow, groups, medium), (slow, groups, medium)
+# fixed_heads_problem(slow, medium, nh, per_group, whole_groups): None when the heads fit
+ok = tfm.fixed_heads_problem
+assert ok(4, 1, 8, 2, True) is None and ok(2, 0, 8, 2, True) is None
+assert ok(4, 0, 8, 4, True) is None                     # one group of 4
+assert ok(4, 3, 8, 2, True) is None                     # one learned head left
+assert ok(2, 1, 4, 2, False) is None                    # GDN: the last key head's 2 value heads
+for args in ((3, 0, 8, 2, True), (7, 1, 8, 8, True), (0, 0, 8, 2, True), (8, 0, 8, 8, True),
+             (4, 4, 8, 2, True), (4, 0, 8, 2, False), (2, 2, 4, 2, False)):
+    assert ok(*args), args
 # --medium-memory 160,12: two medium heads a layer, the first next to the slow ones (head 3),
 # the second before it (head 2; with 4 groups the two make group 1); learned heads 0, 1
 torch.manual_seed(6)
