@@ -6,13 +6,14 @@
 Each DIR is a training call's output for one design (scripts/train_fixture_session.sh: OUT, or
 OUT/TAG with VARIANTS), holding NAME-rest.tar (eval.json: tokens, held-out bits per byte, the
 2 x 16384 past-the-window check, each head's memory on Moby-Dick) and train-logs.tar (with
-DRIFT_CHECK=1 drift-NAME.json, analysis/longmem_check.py's verdicts on the GPU; with
-CONTEXT_CHECK=1 context-NAME.json, analysis/context_degradation.py's split of the window check).
+DRIFT_CHECK=1 drift-NAME.json, analysis/longmem_check.py's verdicts on the GPU, and
+sweep-NAME.json, analysis/window_sweep_check.py's; with CONTEXT_CHECK=1 context-NAME.json, analysis/context_degradation.py's split of the window check).
 The table: tokens, bits per byte (bar <= 2.1), past the window (<= 0.02) with its context and
 text terms, shared growth (>= 10), split growth (<= 3), shared / split (>= 10), the control's
-largest KL (<= 1e-10), the longest learned head on Moby-Dick (heads that eval.json's slow_heads
-does not list as fixed), and how many of the six bars the row meets. A check the call did not
-run shows "-". Sessions 16-18 built this table by hand from the same files.
+largest KL (<= 1e-10), the window sweep's split KL max / min over L = 4..64 (<= 1.5), the
+longest learned head on Moby-Dick (heads that eval.json's slow_heads does not list as fixed), and
+how many of the seven bars the row meets. A check the call did not run shows "-" and is not
+counted. Sessions 16-18 built this table by hand from the same files.
 
 Exit status 0; 2 for bad input (one line naming the file and what was expected).
 """
@@ -90,6 +91,12 @@ def rows_of(d):
                 raise InputError(f"{logs}: drift-{name}.json: expected a list of one check")
             for k in ("shared_growth", "split_growth", "ratio", "control_max", "verdicts"):
                 row[k] = field(drift[0], f"{logs}:drift-{name}.json", k)
+        sweep = member_json(logs, [f"sweep-{name}.json"]) if os.path.exists(logs) else None
+        if sweep is not None:
+            if not isinstance(sweep, list) or len(sweep) != 1:
+                raise InputError(f"{logs}: sweep-{name}.json: expected a list of one check")
+            for k, key in (("sweep", "max_over_min"), ("sweep_met", "met")):
+                row[k] = field(sweep[0], f"{logs}:sweep-{name}.json", key)
         ctx = member_json(logs, [f"context-{name}.json"]) if os.path.exists(logs) else None
         if ctx is not None:
             if not isinstance(ctx, list) or len(ctx) != 1:
@@ -98,6 +105,7 @@ def rows_of(d):
                 row[k] = field(ctx[0], f"{logs}:context-{name}.json", k)
         met = [row["bpb"] <= BPB_BAR, row["past_window"] <= PAST_WINDOW_BAR]
         met += list(row["verdicts"].values()) if "verdicts" in row else []
+        met += [row["sweep_met"]] if "sweep_met" in row else []
         row["bars_met"], row["bars_checked"] = sum(met), len(met)
         rows.append(row)
     return rows
@@ -112,8 +120,8 @@ def table(rows):
 
     out = ["| design | tokens | bits per byte (<= 2.1) | past the window (<= 0.02): context / text "
            "| shared growth (>= 10) | split growth (<= 3) | shared / split (>= 10) | control max "
-           "| longest learned head | bars met |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| window sweep (<= 1.5) | longest learned head | bars met |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         v = r.get("verdicts", {})
         past = mark(f"{r['past_window']:+.4f}", r["past_window"] <= PAST_WINDOW_BAR)
@@ -127,6 +135,7 @@ def table(rows):
             mark(g(r, "split_growth", ".2f"), v.get("split_growth", False)),
             mark(g(r, "ratio", ".1f"), v.get("ratio", False)),
             mark(g(r, "control_max", ".1e"), v.get("control_max", False)),
+            mark(g(r, "sweep", ".2f"), r.get("sweep_met", False)),
             g(r, "longest_learned", ".3g"), f"{r['bars_met']} of {r['bars_checked']} |"]))
     return "\n".join(out)
 

@@ -30,7 +30,8 @@
 #                  data/moby-dick.tok.zst and a CUDA replayssm: DRIFT_BIN (default
 #                  .devrun/bin/replayssm, unpacked from .devrun.txz when missing), its libraries
 #                  in DRIFT_LIBS (default .devrun/lib:/usr/local/cuda/lib64; set for replayssm
-#                  alone, not for the training's python)
+#                  alone, not for the training's python); and the window sweep (split KL at
+#                  L = 4, 16, 64 over SWEEP_STEPS, default 4096; analysis/window_sweep_check.py)
 #   DRIFT_TOKENS   the check's token stream (default data/moby-dick.tok.zst)
 #   CONTEXT_CHECK  1 (with DRIFT_CHECK=1): also analysis/context_degradation.py on the GPU for
 #                  every trained checkpoint (the past-the-window check split into its context
@@ -42,7 +43,8 @@
 # Results: OUT/NAME.safetensors, OUT/NAME-rest.tar, OUT/train-logs.tar; with VARIANTS the same
 # three files in each OUT/TAG/ (its train-logs.tar holds its own logs as full-NAME.log, so that
 # scripts/install_trained_models.sh OUT/TAG DEST installs it). With DRIFT_CHECK each log archive
-# also holds drift-NAME.txt and .json (and with CONTEXT_CHECK context-NAME.txt and .json), and the
+# also holds drift-NAME.txt and .json, sweep-NAME.txt and .json (and with CONTEXT_CHECK
+# context-NAME.txt and .json), and the
 # call's output ends with the check's verdicts; analysis/design_table.py OUT/TAG ... puts each
 # design's figures against issue 15's bars in one table.
 set -uo pipefail
@@ -174,6 +176,17 @@ drift_check() {
           --device cuda --quiet --force --out "$d.h5" &&
         python3 analysis/longmem_check.py "$d.h5" --json "$LOGS/drift-${JOB_NAME[$j]}.json" ) \
         >"$LOGS/drift-${JOB_NAME[$j]}.txt" 2>&1
+      # the window sweep: split KL at L = 4, 16, 64 (issue 15's bar is the GPU's Fig. 13 at
+      # 16384 steps; SWEEP_STEPS of one window judge a design; session 19's c4c16 met every
+      # other drift bar and missed this one, 2.59)
+      if [ -s "$d/$m/config.json" ]; then
+        ( "$d.bin" run --model "$d/$m" --tokens "$tokens" --config 'replay L=4 hp=fp32 lp=nvfp4' \
+            --config 'replay L=16 hp=fp32 lp=nvfp4' --config 'replay L=64 hp=fp32 lp=nvfp4' \
+            --steps "${SWEEP_STEPS:-4096}" --sequences 1 --seed 1 --device cuda --quiet --force \
+            --out "$d-sweep.h5" &&
+          python3 analysis/window_sweep_check.py "$d-sweep.h5" --json "$LOGS/sweep-${JOB_NAME[$j]}.json" ) \
+          >"$LOGS/sweep-${JOB_NAME[$j]}.txt" 2>&1
+      fi
       if [ "${CONTEXT_CHECK:-0}" = 1 ] && [ -s "$d/$m/config.json" ]; then
         # bounded, so that a slow check cannot take the call's other results with it
         timeout "${CONTEXT_TIMEOUT:-150}" python3 analysis/context_degradation.py --model "$d/$m" --bin "$d.bin" --device cuda \
@@ -186,6 +199,10 @@ drift_check() {
     [ -f "$LOGS/drift-${JOB_NAME[$j]}.txt" ] || continue
     echo "train_session: drift check of ${JOB_NAME[$j]}:"
     tail -n 11 "$LOGS/drift-${JOB_NAME[$j]}.txt"   # the verdicts and the KL curves
+    if [ -f "$LOGS/sweep-${JOB_NAME[$j]}.txt" ]; then
+      echo "train_session: window sweep of ${JOB_NAME[$j]}:"
+      tail -n 3 "$LOGS/sweep-${JOB_NAME[$j]}.txt"
+    fi
     [ -f "$LOGS/context-${JOB_NAME[$j]}.txt" ] || continue
     echo "train_session: context check of ${JOB_NAME[$j]}:"
     tail -n 3 "$LOGS/context-${JOB_NAME[$j]}.txt"
@@ -207,7 +224,7 @@ pack_logs() {
     for f in smoke full; do
       [ -f "$LOGS/$f-$n.log" ] && cp "$LOGS/$f-$n.log" "$p/$f-$m.log"
     done
-    for f in drift-$n.txt drift-$n.json context-$n.txt context-$n.json; do
+    for f in drift-$n.txt drift-$n.json sweep-$n.txt sweep-$n.json context-$n.txt context-$n.json; do
       [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$p/${f/-$n./-$m.}"
     done
     tar -cf "$OUT/${JOB_SUB[$j]}/train-logs.tar" -C "$p" .

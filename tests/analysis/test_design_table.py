@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """analysis/design_table.py on made-up training outputs: a design with both checks' JSON gets
-its figures, the bars it meets in bold and its count of met bars (here 5 of 6: bits per byte
-missed); a design without logs shows "-" and is counted over its two eval.json bars; the
+its figures, the bars it meets in bold and its count of met bars (here 5 of 7: bits per byte
+and the window sweep missed); a design without logs shows "-" and is counted over its two eval.json bars; the
 longest learned head skips the fixed heads; bad input (not a folder, no NAME-rest.tar, a rest.tar
 without eval.json, a drift JSON of the wrong shape) exits 2 with one line naming the file."""
 import io
@@ -53,6 +53,7 @@ def main():
         ctx = [{"context": 0.004, "context_se": 0.0017, "text": 0.011}]
         tar_of(os.path.join(full, "train-logs.tar"), {f"./drift-{M}.json": drift,
                                                       f"./context-{M}.json": ctx,
+                                                      f"./sweep-{M}.json": [{"max_over_min": 2.59, "met": False}],
                                                       f"./full-{M}.log": "log"})
         tar_of(os.path.join(bare, f"{M}-rest.tar"),
                {"eval.json": evaluation(2.045, 0.024, 111.1e6, "x/y")})
@@ -62,13 +63,14 @@ def main():
         lines = r.stdout.splitlines()
         assert len(lines) == 4, r.stdout
         assert lines[2] == ("| s4m160 | 111.0M | 2.131 | **+0.0150**: +0.0040 +- 0.0017 / +0.0110 "
-                            "| **10.50** | **2.60** | **16.7** | **6.0e-12** | 12.5 | 5 of 6 |"), \
+                            "| **10.50** | **2.60** | **16.7** | **6.0e-12** | 2.59 | 12.5 | 5 of 7 |"), \
             lines[2]
         assert lines[3] == ("| c160 | 111.1M (continued) | **2.045** | +0.0240 | - | - | - | - "
-                            "| 12.5 | 1 of 2 |"), lines[3]
+                            "| - | 12.5 | 1 of 2 |"), lines[3]
         rows = json.load(open(js))
         assert [r_["bars_met"] for r_ in rows] == [5, 1], rows
         assert rows[0]["longest_learned"] == 12.5 and rows[0]["text"] == 0.011, rows[0]
+        assert rows[0]["sweep"] == 2.59 and rows[0]["sweep_met"] is False, rows[0]
         # bad input: exit 2, one line on stderr naming the file
         noeval = os.path.join(d, "noeval")
         os.makedirs(noeval)

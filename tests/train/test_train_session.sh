@@ -23,6 +23,9 @@ case $1 in
   analysis/longmem_check.py)   # a missed bar; --json FILE as the third and fourth arguments
     [ "$3" = --json ] && echo "[\"drift of $2\"]" >"$4"
     echo "longmem_check: verdict on $2"; exit 1 ;;
+  analysis/window_sweep_check.py)   # a missed bar; --json FILE as the third and fourth
+    [ "$3" = --json ] && echo "[\"sweep of $2\"]" >"$4"
+    echo "window_sweep_check: verdict on $2"; exit 1 ;;
   analysis/context_degradation.py)   # --json FILE as the eighth and ninth
     [ "$8" = --json ] && echo "[\"context of $3\"]" >"$9"
     echo "| context table: $*"; "$5" logits --fake; exit 0 ;;
@@ -82,7 +85,7 @@ grep -q -- "--out $T/var/b .*--cap-memory 16 --slow-range 4096:16384 --warmup 20
 for v in a b; do
   [ -s "$T/var/$v/nemotronh-m2-tiny.safetensors" ] || fail "variant $v: no checkpoint"
   members=$(tar -tf "$T/var/$v/train-logs.tar" | sort | tr '\n' ' ')
-  [ "$members" = "./ ./context-nemotronh-m2-tiny.json ./context-nemotronh-m2-tiny.txt ./drift-nemotronh-m2-tiny.json ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log " ] ||
+  [ "$members" = "./ ./context-nemotronh-m2-tiny.json ./context-nemotronh-m2-tiny.txt ./drift-nemotronh-m2-tiny.json ./drift-nemotronh-m2-tiny.txt ./full-nemotronh-m2-tiny.log ./smoke-nemotronh-m2-tiny.log ./sweep-nemotronh-m2-tiny.json ./sweep-nemotronh-m2-tiny.txt " ] ||
     fail "variant $v's logs: $members"
   # the checks' JSON (analysis/design_table.py reads them), each the variant's own
   js=$(tar -xOf "$T/var/$v/train-logs.tar" ./drift-nemotronh-m2-tiny.json ./context-nemotronh-m2-tiny.json)
@@ -93,6 +96,11 @@ for v in a b; do
   grep -q "verdict on $T/var.work/rssm-drift/nemotronh-m2-tiny-$v.h5" <<<"$verdict" ||
     fail "variant $v: the drift verdict is not its own"
   grep -q "drift check of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no verdict in the output"
+  # the window sweep: the variant's own model, its own verdict and JSON, in the output
+  sweep=$(tar -xOf "$T/var/$v/train-logs.tar" ./sweep-nemotronh-m2-tiny.txt ./sweep-nemotronh-m2-tiny.json)
+  [ "$sweep" = "$(printf 'window_sweep_check: verdict on %s\n["sweep of %s"]' "$T/var.work/rssm-drift/nemotronh-m2-tiny-$v-sweep.h5" \
+      "$T/var.work/rssm-drift/nemotronh-m2-tiny-$v-sweep.h5")" ] || fail "variant $v's window sweep: $sweep"
+  grep -q "window sweep of nemotronh-m2-tiny-$v:" "$T/var.out" || fail "variant $v: no window sweep in the output"
   # the context check: after the drift check, of the variant's own model, on the GPU, through a
   # wrapper that reaches the CUDA replayssm even though the check runs despite the missed bar
   context=$(tar -xOf "$T/var/$v/train-logs.tar" ./context-nemotronh-m2-tiny.txt)
@@ -105,7 +113,9 @@ for v in a b; do
     fail "variant $v: installed with another run's log"
 done
 [ ! -e "$T/var/train-logs.tar" ] || fail "variants: a shared log archive beside the variants' own"
-[ "$(grep -c -- "--device cuda" "$T/var.runs")" = 2 ] || fail "drift check: not one GPU run per variant"
+[ "$(grep -c -- "--device cuda" "$T/var.runs")" = 4 ] || fail "drift check: not two GPU runs per variant (drift, sweep)"
+grep -q -- "--model $T/var.work/rssm-drift/nemotronh-m2-tiny-b/nemotronh-m2-tiny --tokens $T/tokens.zst --config replay L=4 hp=fp32 lp=nvfp4 --config replay L=16 hp=fp32 lp=nvfp4 --config replay L=64 hp=fp32 lp=nvfp4 --steps 4096 --sequences 1" "$T/var.runs" ||
+  fail "window sweep: the run's options: $(cat "$T/var.runs")"
 [ "$(grep -c -- "^logits --fake" "$T/var.runs")" = 2 ] || fail "context check: its wrapper did not run replayssm"
 grep -q -- "--model $T/var.work/rssm-drift/nemotronh-m2-tiny-a/nemotronh-m2-tiny --tokens $T/tokens.zst .*--steps 8192 --sequences 1" "$T/var.runs" ||
   fail "drift check: the run's options: $(cat "$T/var.runs")"

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""Issue 15's window-sweep bar on run files: is the split configuration's KL flat in L?
+
+    /usr/bin/python3 analysis/window_sweep_check.py RUN.h5 [RUN.h5 ...] [--json OUT.json]
+        [--split SPEC] [--lo 4] [--hi 64]
+
+Each run holds the split configuration (default `replay hp=fp32 lp=nvfp4`, the issue's) at
+several replay windows L (`replay L=4 hp=fp32 lp=nvfp4`, `replay L=16 ...`, `replay L=64 ...`:
+the configurations that differ from SPEC only in L). The mean KL over every step of every
+sequence (finite steps, rssm_common.window_stats) is taken per L in lo..hi, and
+
+    max / min of those means               at most 1.5 (the paper's Fig. 13: flat)
+
+Why a check of its own: the bar is the paper's Fig. 13 at 16384 steps on the GPU, but a design
+can be judged right after its training with a shorter run (sessions 16-19 used 1 x 4096 steps,
+through a script kept beside a call's records). The split error flat in L needs it to sit in heads
+whose memory is much longer than L: a head that remembers 1-16 tokens reads less of the
+checkpoint the longer the window (session 19's c4c16: 2.59 over L = 4..64, every other bar met).
+
+Exit status: 0 when the bar holds for every run, 1 when it is missed ("missed"), 2 for bad input
+(one line naming the file and what was expected).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rssm_common import InputError, load_run, main_guard, window_of, window_stats, without_window  # noqa: E402
+
+BAR = 1.5
+
+
+def check(path, a):
+    run = load_run(path)
+    group = without_window(a.split)
+    means = {}
+    for c in run.configs:
+        L = window_of(c.spec)
+        if L is None or without_window(c.spec) != group or not a.lo <= L <= a.hi:
+            continue
+        if L in means:
+            raise InputError(f"{path}: two configurations of '{group}' at L={L} "
+                             "(expected one a window)")
+        m = window_stats(c.kl, 1, run.N)["mean"]
+        if not np.isfinite(m):
+            raise InputError(f"{path}: /configs/{c.name}/kl has no finite step")
+        means[L] = m
+    if len(means) < 2:
+        raise InputError(f"{path}: '{group}' at {len(means)} window(s) in L = {a.lo}..{a.hi} "
+                         "(expected at least two, e.g. L=4 and L=64)")
+    hi_L, lo_L = max(means, key=means.get), min(means, key=means.get)
+    ratio = means[hi_L] / means[lo_L]
+    return {"file": path, "model": run.attrs.get("model", ""), "sequences": run.K,
+            "steps": run.N, "group": group, "means": {str(L): means[L] for L in sorted(means)},
+            "max_over_min": ratio, "max_at": hi_L, "min_at": lo_L, "met": ratio <= BAR}
+
+
+def report(r):
+    return "\n".join([
+        f"{r['file']} ({r['model']}, {r['sequences']} x {r['steps']})",
+        f"  {r['group']}: mean KL " + ", ".join(f"L={L} {m:.4g}" for L, m in r["means"].items()),
+        f"  max / min over L: {r['max_over_min']:.3f} (L={r['max_at']} / L={r['min_at']}; "
+        f"bar <= {BAR:g}: {'met' if r['met'] else 'missed'})"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--json")
+    ap.add_argument("--split", default="replay hp=fp32 lp=nvfp4")
+    ap.add_argument("--lo", type=int, default=4)
+    ap.add_argument("--hi", type=int, default=64)
+    a = ap.parse_args()
+    if a.lo < 1 or a.hi <= a.lo:
+        raise InputError(f"--lo {a.lo} --hi {a.hi}: expected 1 <= lo < hi")
+    results = [check(p, a) for p in a.runs]
+    for r in results:
+        print(report(r))
+    missed = sum(not r["met"] for r in results)
+    print(f"window_sweep_check: {missed} run(s) missed over {len(results)}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main_guard(main)
