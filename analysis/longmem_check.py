@@ -30,14 +30,13 @@ Exit status: 0 when every bar holds for every run, 1 when one is missed (each pr
 """
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rssm_common import InputError, is_control, load_run, main_guard, window_stats  # noqa: E402
+from rssm_common import InputError, finish_checks, is_control, load_run, main_guard, window_stats  # noqa: E402
 
 BARS = {"ratio": 10.0, "shared_growth": 10.0, "split_growth": 3.0, "control_max": 1e-10}
 
@@ -140,14 +139,9 @@ def main():
     if a.early < 1 or a.late <= a.early:
         raise InputError(f"--early {a.early} --late {a.late}: expected 1 <= early < late")
     results = [check(p, a) for p in a.runs]
-    for r in results:
-        print(report(r))
     missed = sum(not v for r in results for v in r["verdicts"].values())
-    print(f"longmem_check: {missed} bar(s) missed over {len(results)} run(s)")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
-    sys.exit(1 if missed else 0)
+    finish_checks(results, report, missed,
+                  f"longmem_check: {missed} bar(s) missed over {len(results)} run(s)", a.json)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ and what was expected, and exit status 2 (docs/cli.md's convention).
 """
 
 import csv
+import json
 import math
 import os
 import sys
@@ -46,6 +47,19 @@ def main_guard(fn):
         fn()
     except InputError as e:
         die(str(e))
+
+
+def finish_checks(results, report, missed, summary, json_path):
+    """The end of a bar-checking script (longmem_check.py, window_sweep_check.py): each result's
+    report, then the summary line, the results as JSON when json_path is set, and exit status 1
+    when `missed` bars were missed (a finding; 2 stays the status of bad input)."""
+    for r in results:
+        print(report(r))
+    print(summary)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1)
+    sys.exit(1 if missed else 0)
 
 
 # --------------------------------------------------------------------------------------------

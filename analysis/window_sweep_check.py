@@ -22,14 +22,13 @@ Exit status: 0 when the bar holds for every run, 1 when it is missed ("missed"),
 """
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rssm_common import InputError, load_run, main_guard, window_of, window_stats, without_window  # noqa: E402
+from rssm_common import InputError, finish_checks, load_run, main_guard, window_of, window_stats, without_window  # noqa: E402
 
 BAR = 1.5
 
@@ -78,14 +77,9 @@ def main():
     if a.lo < 1 or a.hi <= a.lo:
         raise InputError(f"--lo {a.lo} --hi {a.hi}: expected 1 <= lo < hi")
     results = [check(p, a) for p in a.runs]
-    for r in results:
-        print(report(r))
     missed = sum(not r["met"] for r in results)
-    print(f"window_sweep_check: {missed} run(s) missed over {len(results)}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
-    sys.exit(1 if missed else 0)
+    finish_checks(results, report, missed,
+                  f"window_sweep_check: {missed} run(s) missed over {len(results)}", a.json)
 
 
 if __name__ == "__main__":
