@@ -30,8 +30,10 @@ the default, that group holds them alone). The checkpoint stays a
 standard Hugging Face checkpoint: transformers loads and runs it unchanged.
 
 Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight decay 0.1 on
-matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over a step count fixed from the
-measured speed so that it ends at --train-seconds; batch --batch (4) x 16384 tokens; grad-norm
+matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over the wall time left after the
+warm-up, so that it ends at --train-seconds also when trainings sharing the GPU change each
+other's speed (a step count fixed from the speed at steps 20..40 did not: session 20's two 450-s
+runs beside a 35-s one stopped at 330 s); batch --batch (4) x 16384 tokens; grad-norm
 clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
 seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
 where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
@@ -935,6 +937,24 @@ def plot(csv_rows, path, title):
 # training
 # --------------------------------------------------------------------------------------------
 
+def cosine_lr(peak, step, warmup, progress):
+    """The learning rate of a step: linear warm-up to `peak` over `warmup` steps, then a cosine
+    from peak down to 10 % of it as progress (the share of the post-warm-up training time that
+    has passed) goes from 0 to 1; progress outside [0, 1] is clipped."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    frac = min(1.0, max(0.0, progress))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def cosine_progress(elapsed, warm_end, budget):
+    """The share of the training time after the warm-up that has passed: 0 until the warm-up
+    ends (warm_end None, the seconds at its end otherwise), 1 at `budget` seconds."""
+    if warm_end is None:
+        return 0.0
+    return (elapsed - warm_end) / max(1e-9, budget - warm_end)
+
+
 def train(name, args):
     import numpy as np
     import torch
@@ -999,7 +1019,7 @@ def train(name, args):
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
                             **({"fused": True} if device == "cuda" else {}))
     warmup = args.warmup
-    total_steps = None
+    warm_end = None   # seconds into the training when the warm-up ended
     micro, accum = BATCH, 1
     rows, window_losses = [], []
     step = 0
@@ -1009,26 +1029,18 @@ def train(name, args):
     try:
         while True:
             elapsed = time.time() - t_train
-            if elapsed >= args.train_seconds or (total_steps is not None and step >= total_steps):
+            if elapsed >= args.train_seconds:
                 break
-            # the speed, measured over steps 20..rate_at, fixes the cosine's length
-            rate_at = max(warmup, 40)
+            if step >= warmup and warm_end is None:
+                warm_end = elapsed
+            # the speed over steps 20..40, logged (the cosine follows the clock, not a step count)
             if step == 20:
                 t_rate = time.time()
-            if step == rate_at and t_rate is not None:
-                rate = (rate_at - 20) / (time.time() - t_rate)
-                left = args.train_seconds - (time.time() - t_train)
-                total_steps = step + int(rate * left * 0.97)
-                log(f"{rate:.2f} steps/s ({rate * BATCH * SEQ / 1e3:.0f}K tokens/s): "
-                    f"{total_steps} steps in all")
-            if step < warmup:
-                lr = args.lr * (step + 1) / warmup
-            elif total_steps is None:   # a short warm-up ends before the speed is known
-                lr = args.lr
-            else:
-                span = max(1, total_steps - warmup)
-                frac = min(1.0, (step - warmup) / span)
-                lr = args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+            if step == 40 and t_rate is not None:
+                rate = 20 / (time.time() - t_rate)
+                log(f"{rate:.2f} steps/s ({rate * BATCH * SEQ / 1e3:.0f}K tokens/s)")
+            lr = cosine_lr(args.lr, step, warmup,
+                           cosine_progress(elapsed, warm_end, args.train_seconds))
             for g in opt.param_groups:
                 g["lr"] = lr
             x, y = sampler.batch(BATCH)

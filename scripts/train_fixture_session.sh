@@ -235,7 +235,7 @@ pack_logs() {
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 unpack_corpus || { echo "train_session: no corpus; no training"; exit 1; }
 # the training script's own checks first (a second; torch only)
-for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py \
+for t in tests/train/test_slow_beta.py tests/train/test_m2_chunk.py tests/train/test_lr_schedule.py \
          tests/train/test_train_scans.py tests/train/test_fast_scans.py; do
   if ! python3 "$t"; then
     echo "train_session: $t failed; no training"
