@@ -7,7 +7,10 @@ Each DIR is a training call's output for one design (scripts/train_fixture_sessi
 OUT/TAG with VARIANTS), holding NAME-rest.tar (eval.json: tokens, held-out bits per byte, the
 2 x 16384 past-the-window check, each head's memory on Moby-Dick) and train-logs.tar (with
 DRIFT_CHECK=1 drift-NAME.json, analysis/longmem_check.py's verdicts on the GPU, and
-sweep-NAME.json, analysis/window_sweep_check.py's; with CONTEXT_CHECK=1 context-NAME.json, analysis/context_degradation.py's split of the window check).
+sweep-NAME.json, analysis/window_sweep_check.py's; with CONTEXT_CHECK=1 context-NAME.json, analysis/context_degradation.py's split of the window check);
+or the record of one kept in the repository (results/h200-DATE-sN/callN/TAG/: the same eval.json
+and check files, unpacked, NAME read from eval.json's "model"), so that a table in the docs can
+be made again from what is committed.
 The table: tokens, bits per byte (bar <= 2.1), past the window (<= 0.02) with its context and
 text terms, shared growth (>= 10), split growth (<= 3), shared / split (>= 10), the control's
 largest KL (<= 1e-10), the window sweep's split KL max / min over L = 4..64 (<= 1.5), the
@@ -63,46 +66,76 @@ def longest_learned(ev, path):
     return max(mems) if mems else None
 
 
-def rows_of(d):
+def file_json(path):
+    """path parsed as JSON; None if there is no such file."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not JSON ({e})")
+    except OSError as e:
+        raise InputError(f"{path}: not readable ({e})")
+
+
+def checkpoints_of(d):
+    """[(name, eval.json, its label, check(FILE) -> (JSON or None, label))]: one a checkpoint of
+    a call's output folder (NAME-rest.tar, train-logs.tar), or the one of a record folder
+    (eval.json and the check files beside it)."""
     if not os.path.isdir(d):
         raise InputError(f"{d}: not a directory (expected a training call's output folder)")
     rests = sorted(f for f in os.listdir(d) if f.endswith("-rest.tar"))
     if not rests:
-        raise InputError(f"{d}: no NAME-rest.tar (expected the output of train_fixture_session.sh)")
+        ep = os.path.join(d, "eval.json")
+        ev = file_json(ep)
+        if ev is None:
+            raise InputError(f"{d}: no NAME-rest.tar and no eval.json (expected the output of "
+                             "train_fixture_session.sh or a record of one under results/)")
+        name = field(ev, ep, "model")
+        return [(name, ev, ep, lambda f: (file_json(os.path.join(d, f)), os.path.join(d, f)))]
     logs = os.path.join(d, "train-logs.tar")
-    rows = []
+    out = []
     for rest in rests:
-        name = rest[:-len("-rest.tar")]
         rp = os.path.join(d, rest)
         ev = member_json(rp, ["eval.json"])
         if ev is None:
             raise InputError(f"{rp}: no member eval.json")
-        where = f"{rp}:eval.json"
+        out.append((rest[:-len("-rest.tar")], ev, f"{rp}:eval.json",
+                    lambda f: (member_json(logs, [f]) if os.path.exists(logs) else None,
+                               f"{logs}:{f}")))
+    return out
+
+
+def rows_of(d):
+    found = checkpoints_of(d)
+    rows = []
+    for name, ev, where, check in found:
         long_w = field(ev, where, "long_windows")
         design = os.path.basename(os.path.normpath(d))
-        row = {"design": design if len(rests) == 1 else f"{design} {name}", "model": name, "tokens": field(ev, where, "tokens"),
+        row = {"design": design if len(found) == 1 else f"{design} {name}", "model": name, "tokens": field(ev, where, "tokens"),
                "init_from": ev.get("init_from"),
                "bpb": field(ev, where, "heldout_bpb_fp32"),
                "past_window": field(long_w, where + ":long_windows", "degradation"),
                "longest_learned": longest_learned(ev, where)}
-        drift = member_json(logs, [f"drift-{name}.json"]) if os.path.exists(logs) else None
+        drift, label = check(f"drift-{name}.json")
         if drift is not None:
             if not isinstance(drift, list) or len(drift) != 1:
-                raise InputError(f"{logs}: drift-{name}.json: expected a list of one check")
+                raise InputError(f"{label}: expected a list of one check")
             for k in ("shared_growth", "split_growth", "ratio", "control_max", "verdicts"):
-                row[k] = field(drift[0], f"{logs}:drift-{name}.json", k)
-        sweep = member_json(logs, [f"sweep-{name}.json"]) if os.path.exists(logs) else None
+                row[k] = field(drift[0], label, k)
+        sweep, label = check(f"sweep-{name}.json")
         if sweep is not None:
             if not isinstance(sweep, list) or len(sweep) != 1:
-                raise InputError(f"{logs}: sweep-{name}.json: expected a list of one check")
+                raise InputError(f"{label}: expected a list of one check")
             for k, key in (("sweep", "max_over_min"), ("sweep_met", "met")):
-                row[k] = field(sweep[0], f"{logs}:sweep-{name}.json", key)
-        ctx = member_json(logs, [f"context-{name}.json"]) if os.path.exists(logs) else None
+                row[k] = field(sweep[0], label, key)
+        ctx, label = check(f"context-{name}.json")
         if ctx is not None:
             if not isinstance(ctx, list) or len(ctx) != 1:
-                raise InputError(f"{logs}: context-{name}.json: expected a list of one model")
+                raise InputError(f"{label}: expected a list of one model")
             for k in ("context", "context_se", "text"):
-                row[k] = field(ctx[0], f"{logs}:context-{name}.json", k)
+                row[k] = field(ctx[0], label, k)
         met = [row["bpb"] <= BPB_BAR, row["past_window"] <= PAST_WINDOW_BAR]
         met += list(row["verdicts"].values()) if "verdicts" in row else []
         met += [row["sweep_met"]] if "sweep_met" in row else []

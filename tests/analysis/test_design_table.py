@@ -2,8 +2,11 @@
 """analysis/design_table.py on made-up training outputs: a design with both checks' JSON gets
 its figures, the bars it meets in bold and its count of met bars (here 5 of 7: bits per byte
 and the window sweep missed); a design without logs shows "-" and is counted over its two eval.json bars; the
-longest learned head skips the fixed heads; bad input (not a folder, no NAME-rest.tar, a rest.tar
-without eval.json, a drift JSON of the wrong shape) exits 2 with one line naming the file."""
+longest learned head skips the fixed heads; a record folder (the same files unpacked, as kept
+under results/) gives the same row as the call's output; bad input (not a folder, neither
+NAME-rest.tar nor eval.json, a rest.tar without eval.json, a drift JSON of the wrong shape, a
+record without "model", a record's check that is not JSON) exits 2 with one line naming the
+file."""
 import io
 import json
 import os
@@ -71,6 +74,29 @@ def main():
         assert [r_["bars_met"] for r_ in rows] == [5, 1], rows
         assert rows[0]["longest_learned"] == 12.5 and rows[0]["text"] == 0.011, rows[0]
         assert rows[0]["sweep"] == 2.59 and rows[0]["sweep_met"] is False, rows[0]
+        # the record of s4m160 as kept under results/ (eval.json with "model", the checks beside
+        # it): the same row, named after its folder
+        rec = os.path.join(d, "rec", "s4m160")
+        os.makedirs(rec)
+        ev = dict(evaluation(2.131, 0.0150, 111e6), model=M)
+        for name, data in (("eval.json", ev), (f"drift-{M}.json", drift),
+                           (f"context-{M}.json", ctx),
+                           (f"sweep-{M}.json", [{"max_over_min": 2.59, "met": False}])):
+            with open(os.path.join(rec, name), "w") as f:
+                json.dump(data, f)
+        r = run(rec)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.splitlines()[2] == lines[2], (r.stdout, lines[2])
+        nomodel = os.path.join(d, "nomodel")
+        os.makedirs(nomodel)
+        with open(os.path.join(nomodel, "eval.json"), "w") as f:
+            json.dump(evaluation(2.1, 0.01, 1e6), f)
+        badrec = os.path.join(d, "badrec")
+        os.makedirs(badrec)
+        with open(os.path.join(badrec, "eval.json"), "w") as f:
+            json.dump(ev, f)
+        with open(os.path.join(badrec, f"sweep-{M}.json"), "w") as f:
+            f.write("{not json")
         # bad input: exit 2, one line on stderr naming the file
         noeval = os.path.join(d, "noeval")
         os.makedirs(noeval)
@@ -80,7 +106,9 @@ def main():
         tar_of(os.path.join(badlog, f"{M}-rest.tar"), {"eval.json": evaluation(2.1, 0.01, 1e6)})
         tar_of(os.path.join(badlog, "train-logs.tar"), {f"./drift-{M}.json": {"ratio": 3}})
         for path, want in [(os.path.join(d, "none"), "not a directory"),
-                           (d, "no NAME-rest.tar"),
+                           (d, "no NAME-rest.tar and no eval.json"),
+                           (nomodel, "eval.json: no field 'model'"),
+                           (badrec, f"sweep-{M}.json: not JSON"),
                            (noeval, "no member eval.json"),
                            (badlog, "expected a list of one check")]:
             r = run(path)
