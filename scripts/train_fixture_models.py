@@ -937,22 +937,25 @@ def plot(csv_rows, path, title):
 # training
 # --------------------------------------------------------------------------------------------
 
-def cosine_lr(peak, step, warmup, progress):
-    """The learning rate of a step: linear warm-up to `peak` over `warmup` steps, then a cosine
-    from peak down to 10 % of it as progress (the share of the post-warm-up training time that
-    has passed) goes from 0 to 1; progress outside [0, 1] is clipped."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    frac = min(1.0, max(0.0, progress))
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+class ClockCosine:
+    """The learning rate of each step: linear warm-up to `peak` over `warmup` steps, then a
+    cosine from the peak down to 10 % of it over the wall time left after the warm-up, reaching
+    10 % at `budget` seconds whatever the speed does meanwhile (a step count fixed from an early
+    speed ended early when trainings sharing the GPU sped up: session 20)."""
 
+    def __init__(self, peak, warmup, budget):
+        self.peak, self.warmup, self.budget = peak, warmup, budget
+        self.warm_end = None   # seconds into the training when the warm-up ended
 
-def cosine_progress(elapsed, warm_end, budget):
-    """The share of the training time after the warm-up that has passed: 0 until the warm-up
-    ends (warm_end None, the seconds at its end otherwise), 1 at `budget` seconds."""
-    if warm_end is None:
-        return 0.0
-    return (elapsed - warm_end) / max(1e-9, budget - warm_end)
+    def lr(self, step, elapsed):
+        """The rate of `step`, taken `elapsed` seconds into the training."""
+        if step < self.warmup:
+            return self.peak * (step + 1) / self.warmup
+        if self.warm_end is None:
+            self.warm_end = elapsed
+        frac = (elapsed - self.warm_end) / max(1e-9, self.budget - self.warm_end)
+        frac = min(1.0, max(0.0, frac))
+        return self.peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
 def train(name, args):
@@ -1019,7 +1022,7 @@ def train(name, args):
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
                             **({"fused": True} if device == "cuda" else {}))
     warmup = args.warmup
-    warm_end = None   # seconds into the training when the warm-up ended
+    schedule = ClockCosine(args.lr, warmup, args.train_seconds)
     micro, accum = BATCH, 1
     rows, window_losses = [], []
     step = 0
@@ -1031,16 +1034,13 @@ def train(name, args):
             elapsed = time.time() - t_train
             if elapsed >= args.train_seconds:
                 break
-            if step >= warmup and warm_end is None:
-                warm_end = elapsed
             # the speed over steps 20..40, logged (the cosine follows the clock, not a step count)
             if step == 20:
                 t_rate = time.time()
             if step == 40 and t_rate is not None:
                 rate = 20 / (time.time() - t_rate)
                 log(f"{rate:.2f} steps/s ({rate * BATCH * SEQ / 1e3:.0f}K tokens/s)")
-            lr = cosine_lr(args.lr, step, warmup,
-                           cosine_progress(elapsed, warm_end, args.train_seconds))
+            lr = schedule.lr(step, elapsed)
             for g in opt.param_groups:
                 g["lr"] = lr
             x, y = sampler.batch(BATCH)
