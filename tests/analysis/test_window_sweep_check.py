@@ -4,7 +4,9 @@ at L = 4, 16, 64 of 1.2e-4, 1.0e-4, 0.9e-4 (max / min 1.333) passes; 2.6e-4, 1.6
 (2.6) fails with exit 1 and "missed"; configurations outside the split group or outside L = 4..64
 are left out (a shared checkpoint and an L = 256 split with far larger KL change nothing); a run
 with the split at one window, a window given twice and a file that is not HDF5 exit 2 with one
-line naming the file."""
+line naming the file. Beside the bar: a run whose L = 64 mean doubles through 82 large steps
+(1 % of 2 x 4096) while every other step equals L = 4's reports medians equal (max / min 1.000)
+and those steps' share of the mean (0.82 / 1.631), exactly."""
 import json
 import os
 import subprocess
@@ -32,6 +34,18 @@ def write_run(path, configs):
             c = g.create_group(f"c{i}")
             c.attrs["spec"] = spec
             c.create_dataset("kl", data=k.astype(np.float64))
+            c.create_dataset("first_nonfinite", data=np.full(2, -1, dtype=np.int64))
+
+
+def write_kl(path, configs):
+    """configs: [(spec, kl array of shape (2, N))], written as given."""
+    with h5py.File(path, "w") as f:
+        f.attrs["model"] = "made-up"
+        g = f.create_group("configs")
+        for i, (spec, k) in enumerate(configs):
+            c = g.create_group(f"c{i}")
+            c.attrs["spec"] = spec
+            c.create_dataset("kl", data=np.asarray(k, dtype=np.float64))
             c.create_dataset("first_nonfinite", data=np.full(2, -1, dtype=np.int64))
 
 
@@ -67,6 +81,21 @@ def main():
         # --hi 16: L = 64 left out, 2.6 / 1.6
         r = run(steep, "--hi", "16", "--json", js)
         assert r.returncode == 1 and abs(json.load(open(js))[0]["max_over_min"] - 2.6 / 1.6) < 1e-9, r.stdout
+        # a heavy tail: the mean rises with L, the median does not
+        tail = os.path.join(d, "tail.h5")
+        flat_kl = np.full((2, N), 1e-4)
+        tail_kl = flat_kl.copy()
+        tail_kl.ravel()[::100][:82] = 1e-2          # 82 = ceil(0.01 x 8192) steps
+        write_kl(tail, [(split(4), flat_kl), (split(64), tail_kl)])
+        r = run(tail, "--json", js)
+        assert r.returncode == 1, r.stdout + r.stderr
+        j = json.load(open(js))[0]
+        assert abs(j["max_over_min"] - 1.631 / 0.8192) < 1e-9, j
+        assert j["medians"] == {"4": 1e-4, "64": 1e-4} and j["median_max_over_min"] == 1.0, j
+        assert abs(j["top_share"]["64"] - 0.82 / 1.631) < 1e-12, j
+        assert abs(j["top_share"]["4"] - 82 / 8192) < 1e-12, j
+        assert "(max / min 1.000; not the bar)" in r.stdout, r.stdout
+        assert "largest 1% of steps: L=4 1%, L=64 50%" in r.stdout, r.stdout
         for args, want in [([one], "at 1 window(s)"), ([twice], "two configurations"),
                            ([js], "o.json"), ([flat, "--lo", "64", "--hi", "4"], "--lo 64")]:
             r = run(*args)
