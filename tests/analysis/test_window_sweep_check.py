@@ -6,7 +6,8 @@ are left out (a shared checkpoint and an L = 256 split with far larger KL change
 with the split at one window, a window given twice and a file that is not HDF5 exit 2 with one
 line naming the file. Beside the bar: a run whose L = 64 mean doubles through 82 large steps
 (1 % of 2 x 4096) while every other step equals L = 4's reports medians equal (max / min 1.000)
-and those steps' share of the mean (0.82 / 1.631), exactly."""
+and those steps' share of the mean (0.82 / 1.631), exactly; a median of 0 gives no ratio of
+medians (null)."""
 import json
 import os
 import subprocess
@@ -96,6 +97,13 @@ def main():
         assert abs(j["top_share"]["4"] - 82 / 8192) < 1e-12, j
         assert "(max / min 1.000; not the bar)" in r.stdout, r.stdout
         assert "largest 1% of steps: L=4 1%, L=64 50%" in r.stdout, r.stdout
+        # a median of 0 (most steps exact): no ratio of medians, in the JSON (null) or the text
+        zero_kl = np.zeros((2, N))
+        zero_kl[:, :N // 4] = 1e-4
+        write_kl(tail, [(split(4), zero_kl), (split(64), flat_kl)])
+        r = run(tail, "--json", js)
+        assert json.load(open(js))[0]["median_max_over_min"] is None, r.stdout
+        assert "(max / min -: a median is 0)" in r.stdout, r.stdout
         for args, want in [([one], "at 1 window(s)"), ([twice], "two configurations"),
                            ([js], "o.json"), ([flat, "--lo", "64", "--hi", "4"], "--lo 64")]:
             r = run(*args)
