@@ -26,16 +26,11 @@ def write_run(path, configs):
     """configs: [(spec, mean)]; two sequences of KL uniform in [0.5, 1.5] x mean, rescaled so
     that the mean over every step is `mean` exactly (to rounding)."""
     rng = np.random.default_rng(11)
-    with h5py.File(path, "w") as f:
-        f.attrs["model"] = "made-up"
-        g = f.create_group("configs")
-        for i, (spec, mean) in enumerate(configs):
-            k = rng.uniform(0.5, 1.5, size=(2, N))
-            k *= mean / k.mean()
-            c = g.create_group(f"c{i}")
-            c.attrs["spec"] = spec
-            c.create_dataset("kl", data=k.astype(np.float64))
-            c.create_dataset("first_nonfinite", data=np.full(2, -1, dtype=np.int64))
+    kls = []
+    for spec, mean in configs:
+        k = rng.uniform(0.5, 1.5, size=(2, N))
+        kls.append((spec, k * (mean / k.mean())))
+    write_kl(path, kls)
 
 
 def write_kl(path, configs):
