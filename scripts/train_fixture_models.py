@@ -33,9 +33,10 @@ Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight deca
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over the wall time left after the
 warm-up, so that it ends at --train-seconds also when trainings sharing the GPU change each
 other's speed (a step count fixed from the speed at steps 20..40 did not: session 20's two 450-s
-runs beside a 35-s one stopped at 330 s); batch --batch (4) x 16384 tokens; grad-norm
-clip 1; GDN slow heads' write strength pushed below memory^-1/2 (SlowBeta);
-seed fixed per model. Options of the design: --long-beta M0 (the learned GDN heads write weakly
+runs beside a 35-s one stopped at 330 s), or with --train-steps N over N steps, so that a run
+can be trained again (the clock then only stops a run that is too slow, and says so); batch
+--batch (4) x 16384 tokens; grad-norm clip 1; GDN slow heads' write strength pushed below
+memory^-1/2 (SlowBeta); seed fixed per model (--seed: another draw of the same design). Options of the design: --long-beta M0 (the learned GDN heads write weakly
 where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
 forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
 (the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads),
@@ -73,6 +74,7 @@ import argparse
 import contextlib
 import copy
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -958,12 +960,31 @@ class ClockCosine:
         return self.peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
+class StepCosine:
+    """--train-steps N: the same warm-up and cosine as ClockCosine, over a fixed number of steps
+    instead of the wall time, so that a run is a function of its options and seed and can be
+    trained again (session 23: two runs of one design under ClockCosine, 216.5M and 225.3M
+    tokens, ended 5 and 3 of issue 15's 7 bars apart; a lost good one could not be rebuilt)."""
+
+    def __init__(self, peak, warmup, steps):
+        self.peak, self.warmup, self.steps = peak, warmup, steps
+
+    def lr(self, step, elapsed):  # noqa: ARG002 - ClockCosine's signature; the clock is unused
+        if step < self.warmup:
+            return self.peak * (step + 1) / self.warmup
+        frac = (step - self.warmup) / max(1, self.steps - self.warmup)
+        frac = min(1.0, max(0.0, frac))
+        return self.peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
 def train(name, args):
     import numpy as np
     import torch
     import torch.nn.functional as F
 
     builder, seed = MODELS[name]
+    if args.seed is not None:
+        seed = args.seed   # another draw of the same design (weights, slow-head init, batches)
     work = os.path.join(args.work, name)
     os.makedirs(work, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -1022,7 +1043,9 @@ def train(name, args):
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
                             **({"fused": True} if device == "cuda" else {}))
     warmup = args.warmup
-    schedule = ClockCosine(args.lr, warmup, args.train_seconds)
+    schedule = (StepCosine(args.lr, warmup, args.train_steps) if args.train_steps
+                else ClockCosine(args.lr, warmup, args.train_seconds))
+    stopped_by_clock = False
     micro, accum = BATCH, 1
     rows, window_losses = [], []
     step = 0
@@ -1032,7 +1055,15 @@ def train(name, args):
     try:
         while True:
             elapsed = time.time() - t_train
+            if args.train_steps and step >= args.train_steps:
+                break
             if elapsed >= args.train_seconds:
+                # with --train-steps the clock is only a safety limit: say that the schedule
+                # did not reach its end, so that the run is not taken for the one asked for
+                stopped_by_clock = bool(args.train_steps)
+                if stopped_by_clock:
+                    log(f"stopped by --train-seconds {args.train_seconds:g} at step {step} of "
+                        f"--train-steps {args.train_steps}: the schedule did not reach its end")
                 break
             # the speed over steps 20..40, logged (the cosine follows the clock, not a step count)
             if step == 20:
@@ -1124,6 +1155,14 @@ def train(name, args):
 
     # ---- bf16 checkpoint
     model.eval()
+    # the trained fp32 weights' hash, before the rounding to bf16 hides small differences: two
+    # runs of one --train-steps design and seed that agree here trained the same model
+    fp32_hash = hashlib.sha256()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            fp32_hash.update(n.encode())
+            fp32_hash.update(p.detach().float().contiguous().cpu().numpy().tobytes())
+    log(f"fp32 weights sha256 {fp32_hash.hexdigest()}")
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.to(torch.bfloat16).to(torch.float32))
@@ -1161,7 +1200,10 @@ def train(name, args):
               "init_from": args.init_from, "warmup": warmup,
               "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
               "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0,
-              "medium_memory": args.medium_memory}
+              "medium_memory": args.medium_memory,
+              "schedule": "steps" if args.train_steps else "clock",
+              "train_steps": args.train_steps or None, "stopped_by_clock": stopped_by_clock,
+              "fp32_weights_sha256": fp32_hash.hexdigest(), "deterministic": args.deterministic}
     write_rest(work, args.out, name, result, rows)
 
     del opt
@@ -1438,6 +1480,18 @@ def main():
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
     ap.add_argument("--out", required=True)
     ap.add_argument("--train-seconds", type=float, default=420)
+    ap.add_argument("--train-steps", type=int, default=0, metavar="N",
+                    help="a schedule of N steps (warm-up, cosine to 10 %% at step N) instead of "
+                         "one that follows the clock, so that the run can be repeated; "
+                         "--train-seconds stays a safety limit (0: off, the default)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the seed of weights, slow-head init and batches (default: the "
+                         "model's own, " + ", ".join(f"{n} {s}" for n, (_, s) in MODELS.items())
+                         + ")")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="torch's deterministic algorithms (warn-only), cuDNN deterministic, "
+                         "CUBLAS_WORKSPACE_CONFIG=:4096:8: session 23's two runs of one design, "
+                         "seed and --train-steps differed by step 25 without them")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--batch", type=int, default=4, help="sequences of SEQ bytes a step")
     ap.add_argument("--work", default="/tmp/rssm-train")
@@ -1501,6 +1555,9 @@ def main():
             ap.error(f"--medium-memory {mem:g}: expected 0 or memories in "
                      f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
     CAP_MEMORY_WEIGHT = args.cap_weight
+    if args.train_steps < 0 or (args.train_steps and args.train_steps <= args.warmup):
+        ap.error(f"--train-steps {args.train_steps}: expected 0 (off) or more steps than "
+                 f"--warmup {args.warmup}")
     # nemotronh-m2-tiny: 8 heads in --m2-groups groups; qwen35-gdn-tiny: 4 value heads, 2 a key
     # head (its slow heads share the last key head)
     m2 = args.model == "nemotronh-m2-tiny"
@@ -1509,7 +1566,16 @@ def main():
     if why:
         ap.error(f"--slow-per-layer {args.slow_per_layer}: {why}")
     os.makedirs(args.out, exist_ok=True)
+    if args.deterministic:
+        # read by cuBLAS when its handle is made, so before torch touches the GPU
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
+    if args.deterministic:
+        # warn_only: an operation without a deterministic form is named in the log, not fatal,
+        # so that one call both trains and says what is left to make repeatable
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
     import transformers
 
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, "

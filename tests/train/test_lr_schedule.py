@@ -2,7 +2,8 @@
 train() asks for every step's rate): linear warm-up, then a cosine from the peak to 10 % that
 follows the wall clock, so that a run whose speed changes part-way (trainings sharing one GPU,
 one of them ending early: session 20) still ends at its time budget with the cosine complete.
-Times are made up (no clock is read). Needs no torch.
+Also StepCosine (--train-steps: the same curve over a fixed number of steps, for runs that can
+be repeated). Times are made up (no clock is read). Needs no torch.
     python3 tests/train/test_lr_schedule.py   -> "test_lr_schedule: ok" """
 import sys
 
@@ -58,6 +59,24 @@ expect(first_floor is None or first_floor >= budget - 1.0,
        f"the cosine reached its floor at {first_floor} s of {budget}")
 expect(lrs and lrs[-1] <= 0.1 * PEAK * 1.001,
        f"the last step's rate {lrs[-1] if lrs else None} is not the floor {0.1 * PEAK}")
+
+# StepCosine (--train-steps): the same curve over steps, the clock ignored, so that a run is
+# repeatable: warm-up as above, the peak at the warm-up's end, 55 % half-way through the steps
+# after it, 10 % at the last step; and the same rates whatever times are passed
+s = tfm.StepCosine(PEAK, 100, 3300)
+for step, want in ((0, PEAK / 100), (99, PEAK), (100, PEAK), (1700, 0.55 * PEAK),
+                   (3300, 0.1 * PEAK), (3400, 0.1 * PEAK)):
+    for t in (0.0, 123.4, 1e6):
+        got = s.lr(step, t)
+        expect(close(got, want), f"StepCosine step {step} at {t} s: {got} != {want}")
+rates = [s.lr(k, 0.0) for k in range(100, 3301)]
+expect(all(a >= b for a, b in zip(rates, rates[1:])), "StepCosine rises after the warm-up")
+# train()'s refusal of --train-steps not past the warm-up (the cosine would have no steps)
+import subprocess  # noqa: E402
+r = subprocess.run([sys.executable, tfm.__file__, "--model", "nemotronh-m2-tiny", "--out",
+                    "/nonexistent", "--train-steps", "50"], capture_output=True, text=True)
+expect(r.returncode == 2 and "--train-steps 50" in r.stderr and "--warmup 100" in r.stderr,
+       f"--train-steps 50 with warm-up 100: exit {r.returncode}, {r.stderr.strip()[-200:]}")
 
 if failures:
     for f in failures:
