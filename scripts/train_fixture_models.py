@@ -33,11 +33,12 @@ Training: fp32 master weights, bf16 autocast, AdamW (betas 0.9/0.95, weight deca
 matrices), peak lr 2e-3, 100 warm-up steps, cosine to 10 % over the wall time left after the
 warm-up, so that it ends at --train-seconds also when trainings sharing the GPU change each
 other's speed (a step count fixed from the speed at steps 20..40 did not: session 20's two 450-s
-runs beside a 35-s one stopped at 330 s), or with --train-steps N over N steps, so that a run
-can be trained again (the clock then only stops a run that is too slow, and says so); batch
+runs beside a 35-s one stopped at 330 s), or with --train-steps N over N steps, so that the
+schedule does not depend on the speed (the clock then only stops a run that is too slow, and says so); batch
 --batch (4) x 16384 tokens; grad-norm clip 1; GDN slow heads' write strength pushed below
-memory^-1/2 (SlowBeta); seed fixed per model (--seed: another draw of the same design). Options of the design: --long-beta M0 (the learned GDN heads write weakly
-where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
+memory^-1/2 (SlowBeta); seed fixed per model (--seed: another draw of the same design);
+--deterministic for torch's deterministic algorithms. Options of the design: --long-beta M0 (the
+learned GDN heads write weakly where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
 forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
 (the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads),
 --slow-per-layer N (2 by default; Mamba-2 with 4 groups: 4 fills the last two groups, giving the
@@ -962,9 +963,10 @@ class ClockCosine:
 
 class StepCosine:
     """--train-steps N: the same warm-up and cosine as ClockCosine, over a fixed number of steps
-    instead of the wall time, so that a run is a function of its options and seed and can be
-    trained again (session 23: two runs of one design under ClockCosine, 216.5M and 225.3M
-    tokens, ended 5 and 3 of issue 15's 7 bars apart; a lost good one could not be rebuilt)."""
+    instead of the wall time, so that the schedule no longer depends on the machine's speed
+    (session 23: two runs of one design under ClockCosine, 216.5M and 225.3M tokens, met 5 and 3
+    of issue 15's 7 bars). The GPU's own nondeterminism is the other half of a repeatable run
+    (session 23: two runs on this schedule differed by step 25): --deterministic."""
 
     def __init__(self, peak, warmup, steps):
         self.peak, self.warmup, self.steps = peak, warmup, steps
@@ -1065,7 +1067,7 @@ def train(name, args):
                     log(f"stopped by --train-seconds {args.train_seconds:g} at step {step} of "
                         f"--train-steps {args.train_steps}: the schedule did not reach its end")
                 break
-            # the speed over steps 20..40, logged (the cosine follows the clock, not a step count)
+            # the speed over steps 20..40, logged (ClockCosine needs none: it follows the clock)
             if step == 20:
                 t_rate = time.time()
             if step == 40 and t_rate is not None:
