@@ -7,7 +7,8 @@ with the split at one window, a window given twice and a file that is not HDF5 e
 line naming the file. Beside the bar: a run whose L = 64 mean doubles through 82 large steps
 (1 % of 2 x 4096) while every other step equals L = 4's reports medians equal (max / min 1.000)
 and those steps' share of the mean (0.82 / 1.631), exactly; a median of 0 gives no ratio of
-medians (null)."""
+medians (null). The bootstrap interval beside the bar: exact for KL constant within each L, its
+lower end at the flat ratio when the rise is one spike in one block, and --block honoured."""
 import json
 import os
 import subprocess
@@ -99,8 +100,49 @@ def main():
         r = run(tail, "--json", js)
         assert json.load(open(js))[0]["median_max_over_min"] is None, r.stdout
         assert "(max / min -: a median is 0)" in r.stdout, r.stdout
+        # the bootstrap interval: KL constant within each L gives the same ratio in every draw,
+        # [1.3, 1.3]; one spike in one block of L = 64 (blocks of 64 steps, the largest L: 128
+        # blocks over 2 x 4096) lifts the ratio of means, but ~37 % of the draws miss that block
+        # and give the flat 1.0, so the interval's lower end is 1.0 exactly and its upper end
+        # above the ratio of means
+        const = os.path.join(d, "const.h5")
+        write_kl(const, [(split(4), np.full((2, N), 1e-4)), (split(64), np.full((2, N), 1.3e-4))])
+        r = run(const, "--json", js)
+        b = json.load(open(js))[0]["bootstrap"]
+        assert b["block"] == 64 and b["resamples"] == 2000, b
+        assert all(abs(v - 1.3) < 1e-12 for v in b["max_over_min_90"]), b
+        assert "90 % interval of a paired bootstrap over blocks of 64 steps (2000 draws): [1.300, 1.300]" in r.stdout, r.stdout
+        # a run whose length is not a whole number of blocks: the last, shorter block is kept
+        write_kl(const, [(split(4), np.full((2, N + 4), 1e-4)), (split(64), np.full((2, N + 4), 1.3e-4))])
+        r = run(const, "--json", js)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert all(abs(v - 1.3) < 1e-12 for v in json.load(open(js))[0]["bootstrap"]["max_over_min_90"]), r.stdout
+        spike_kl = flat_kl.copy()
+        spike_kl[1, 1000] = 1e-1                    # mean 1e-4 + (0.1 - 1e-4) / 8192, ratio 1.122
+        write_kl(tail, [(split(4), flat_kl), (split(64), spike_kl)])
+        r = run(tail, "--json", js)
+        j = json.load(open(js))[0]
+        lo, hi = j["bootstrap"]["max_over_min_90"]
+        assert abs(j["max_over_min"] - (1e-4 + (0.1 - 1e-4) / 8192) / 1e-4) < 1e-9, j
+        # every draw holds 8192 steps, so its ratio is 1 + c x 0.12195 for c draws of the spike's
+        # block, c ~ Binomial(128, 1/128): P(c <= 2) = 0.92, P(c <= 3) = 0.98, so the 95th
+        # percentile is c = 3
+        assert lo == 1.0 and abs(hi - (1 + 3 * (0.1 - 1e-4) / 8192e-4)) < 1e-9, j["bootstrap"]
+        # paired: the same spike at the same step at both L gives 1.0 in every draw (drawing the
+        # blocks apart per L would not)
+        paired = os.path.join(d, "paired.h5")
+        write_kl(paired, [(split(4), spike_kl), (split(64), spike_kl)])
+        r = run(paired, "--json", js)
+        assert json.load(open(js))[0]["bootstrap"]["max_over_min_90"] == [1.0, 1.0], r.stdout
+        # --block 4096: two blocks (one per sequence); a draw holds the spike's block 0, 1 or 2
+        # times (1/4, 1/2, 1/4), so the ends are 1.0 and the ratio with it twice
+        r = run(tail, "--block", "4096", "--json", js)
+        b = json.load(open(js))[0]["bootstrap"]
+        assert b["block"] == 4096 and b["max_over_min_90"][0] == 1.0, b
+        assert abs(b["max_over_min_90"][1] - (1e-4 + 2 * (0.1 - 1e-4) / 8192) / 1e-4) < 1e-9, b
         for args, want in [([one], "at 1 window(s)"), ([twice], "two configurations"),
-                           ([js], "o.json"), ([flat, "--lo", "64", "--hi", "4"], "--lo 64")]:
+                           ([js], "o.json"), ([flat, "--lo", "64", "--hi", "4"], "--lo 64"),
+                           ([flat, "--resamples", "10"], "--resamples 10")]:
             r = run(*args)
             assert r.returncode == 2, (args, r.stdout, r.stderr)
             assert want in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
