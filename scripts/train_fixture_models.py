@@ -429,20 +429,25 @@ def fixed_decay(m, h, mem, w, row0):
 
 
 def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_memory=0.0,
-                     medium_memory=0.0, slow_per_layer=SLOW_PER_LAYER):
+                     medium_memory=0.0, slow_per_layer=SLOW_PER_LAYER, medium_layers=None):
     """Reference-library init of every SSM head, then slow_per_layer fixed slow heads a layer
     with memories log-spaced over slow_range; medium_memory (a memory, or a list of them; 0 or
     empty: none): the heads before the slow ones get fixed decays of those memories too, the first
     next to the slow heads (--medium-memory); long_beta > 0: the learned GDN heads'
     beta is pushed down where they remember longer than long_beta tokens
     (SlowBeta.add_learned); cap_memory > 0: the learned heads (GDN or Mamba-2) are pushed to
-    forget within cap_memory tokens (SlowBeta.add_cap)."""
+    forget within cap_memory tokens (SlowBeta.add_cap). medium_layers (--medium-layers): the SSM
+    layers, counted from 0 among the SSM layers, that get the medium heads (None: every one);
+    elsewhere those heads are learned."""
     import torch
 
     gen = torch.Generator().manual_seed(seed + 77)
     layers = ssm_layers(model)
     if not layers:
         raise RuntimeError("no SSM layers found")
+    if medium_layers is not None and not all(0 <= li < len(layers) for li in medium_layers):
+        raise RuntimeError(f"--medium-layers {','.join(map(str, medium_layers))}: expected SSM "
+                           f"layers 0..{len(layers) - 1} (the model has {len(layers)})")
     if isinstance(medium_memory, (int, float)):
         mediums = [float(medium_memory)] if medium_memory > 0 else []
     else:
@@ -481,7 +486,7 @@ def design_ssm_heads(model, seed, long_beta=0.0, slow_range=SLOW_MEMORIES, cap_m
             slow = list(range(nh - slow_per_layer, nh))
             slow_memories = [e["memory_design"] for e in fixed.table[-len(slow):]]
             n_learned = nh - slow_per_layer
-            for mem in mediums:
+            for mem in (mediums if medium_layers is None or li in medium_layers else []):
                 # the medium heads: the last ones before the slow heads (Mamba-2 with 4 groups
                 # and 2 slow heads: one medium head is the second head of the third group,
                 # beside a learned one)
@@ -999,7 +1004,7 @@ def train(name, args):
 
     model = builder().to(torch.float32)
     fixed = design_ssm_heads(model, seed, args.long_beta, args.slow_range, args.cap_memory,
-                             args.medium_memory, args.slow_per_layer)
+                             args.medium_memory, args.slow_per_layer, args.medium_layers)
     if args.init_from:
         init_from_checkpoint(model, args.init_from)
     n_params = sum(p.numel() for p in model.parameters())
@@ -1202,7 +1207,7 @@ def train(name, args):
               "init_from": args.init_from, "warmup": warmup,
               "long_beta_memory": args.long_beta, "cap_memory": args.cap_memory,
               "cap_memory_weight": CAP_MEMORY_WEIGHT if args.cap_memory > 0 else 0.0,
-              "medium_memory": args.medium_memory,
+              "medium_memory": args.medium_memory, "medium_layers": args.medium_layers,
               "schedule": "steps" if args.train_steps else "clock",
               "train_steps": args.train_steps or None, "stopped_by_clock": stopped_by_clock,
               "fp32_weights_sha256": fp32_hash.hexdigest(), "deterministic": args.deterministic}
@@ -1449,6 +1454,18 @@ def medium_memories_arg(text):
     return mems
 
 
+def medium_layers_arg(text):
+    """--medium-layers I[,I...] -> sorted distinct SSM layer indices (counted from 0 among the SSM
+    layers; the upper bound is checked against the model in design_ssm_heads)."""
+    try:
+        idx = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected SSM layer indices, e.g. 1,2,3")
+    if any(i < 0 for i in idx) or len(set(idx)) != len(idx):
+        raise argparse.ArgumentTypeError(f"'{text}': expected distinct indices >= 0")
+    return sorted(idx)
+
+
 def fixed_heads_problem(slow, medium, nh, per_group, whole_groups):
     """Why `slow` slow heads and `medium` medium heads do not fit a layer of nh heads in groups of
     per_group (Mamba-2: B/C and gated-norm groups; GDN: the value heads of one key head), or None:
@@ -1526,6 +1543,11 @@ def main():
                     help="fixed heads a SSM layer (the last before the slow heads, the first M "
                          "next to them) of memory M tokens, like the slow heads (0: none; e.g. "
                          "160, or 160,12 for two)")
+    ap.add_argument("--medium-layers", type=medium_layers_arg, default=None, metavar="I[,I...]",
+                    help="only these SSM layers (counted from 0 among the SSM layers) get the "
+                         "--medium-memory heads; elsewhere those heads are learned (default: "
+                         "every SSM layer). Session 23's probes: layer 0's fixed heads carry both "
+                         "the shared growth and the split sweep's rise with L")
     ap.add_argument("--source-weights", type=source_weights_arg, default=None, metavar="NAME=W,...",
                     help="the corpus sources' sampling weights, every source once (default "
                          + ",".join(f"{n}={w:g}" for n, w in SOURCES) + "; normalised), e.g. "
@@ -1557,6 +1579,9 @@ def main():
             ap.error(f"--medium-memory {mem:g}: expected 0 or memories in "
                      f"(1, {args.slow_range[0]:g}] tokens (at most the slow heads' shortest)")
     CAP_MEMORY_WEIGHT = args.cap_weight
+    if args.medium_layers is not None and not args.medium_memory:
+        ap.error(f"--medium-layers {','.join(map(str, args.medium_layers))}: expected "
+                 "--medium-memory beside it (the heads to place)")
     if args.train_steps < 0 or (args.train_steps and args.train_steps <= args.warmup):
         ap.error(f"--train-steps {args.train_steps}: expected 0 (off) or more steps than "
                  f"--warmup {args.warmup}")

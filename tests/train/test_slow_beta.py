@@ -3,7 +3,8 @@ the penalty equals its formula, only learned heads whose per-token memory exceed
 the push reaches in_proj_b only (not the decay), and the order in which in_proj_a and in_proj_b
 fire does not matter; SlowBeta.add_cap (--cap-memory) the same way (its push reaches the decay,
 not beta), on GDN and on Mamba-2 (the dt columns of in_proj), and the parsers of --slow-range
-and --m2-groups; design_ssm_heads with --medium-memory (one or two heads) and --slow-per-layer.
+and --m2-groups; design_ssm_heads with --medium-memory (one or two heads), --medium-layers and
+--slow-per-layer.
 Needs torch (not transformers); scripts/train_fixture_session.sh runs it before training, on the
 GPU machine (CI has no torch; here Debian's python3-torch).
     python3 tests/train/test_slow_beta.py   -> "ok" """
@@ -308,6 +309,32 @@ for e in fixed.table:
 for m in model.mixers:
     row0 = m.in_proj.weight.shape[0] - 8
     assert m.in_proj.weight[row0 + 2:].abs().sum() == 0 and m.in_proj.weight[row0:row0 + 2].abs().sum() > 0
+# --medium-layers 1: the medium head only in the second SSM layer; the first keeps heads 0..5
+# learned (head 5's dt row not zeroed, under the cap) beside its slow heads 6, 7
+torch.manual_seed(8)
+model = FakeModel()
+fixed = tfm.design_ssm_heads(model, 7, slow_range=(4096.0, 8192.0), cap_memory=16.0,
+                             medium_memory=8.0, medium_layers=[1])
+roles = sorted((e["layer"], e["head"], e["role"]) for e in fixed.table)
+assert roles == [(0, 6, "slow"), (0, 7, "slow"), (1, 5, "medium"), (1, 6, "slow"), (1, 7, "slow")], roles
+m0, m1 = model.mixers
+r0 = m0.in_proj.weight.shape[0] - 8
+assert m0.in_proj.weight[r0 + 5].abs().sum() > 0 and m0.in_proj.weight[r0 + 6:].abs().sum() == 0
+assert m1.in_proj.weight[r0 + 5:].abs().sum() == 0 and m1.in_proj.weight[r0 + 4].abs().sum() > 0
+try:
+    tfm.design_ssm_heads(FakeModel(), 7, slow_range=(4096.0, 8192.0), medium_memory=8.0,
+                         medium_layers=[2])
+except RuntimeError as e:
+    assert "--medium-layers 2" in str(e) and "0..1" in str(e), e
+else:
+    raise AssertionError("--medium-layers 2 accepted on a model of 2 SSM layers")
+assert tfm.medium_layers_arg("3,1,2") == [1, 2, 3] and tfm.medium_layers_arg("0") == [0]
+for bad in ("", "a", "1,1", "-1", "1,"):
+    try:
+        tfm.medium_layers_arg(bad)
+    except tfm.argparse.ArgumentTypeError:
+        continue
+    raise AssertionError(f"--medium-layers '{bad}' accepted")
 assert tfm.medium_memories_arg("160,12") == [160.0, 12.0] and tfm.medium_memories_arg("0") == []
 assert tfm.medium_memories_arg("8") == [8.0]
 for bad in ("", "a", "160,", "nan"):
