@@ -160,20 +160,21 @@ assert abs(frac - 0.5) < 1e-6 and longest > 1000, (frac, longest)
 
 # --slow-range: parsed and bounded by half the training window
 assert tfm.slow_range_arg("1024:8192") == (1024.0, 8192.0)
-for bad in ("8192", "0.5:100", "100:50", f"1024:{tfm.SEQ}", "a:b"):
-    try:
-        tfm.slow_range_arg(bad)
-    except tfm.argparse.ArgumentTypeError:
-        continue
-    raise AssertionError(f"--slow-range {bad} accepted")
+def assert_refused(parser, bads, option):
+    """Every text in bads makes the option's parser raise argparse.ArgumentTypeError."""
+    for bad in bads:
+        try:
+            parser(bad)
+        except tfm.argparse.ArgumentTypeError:
+            continue
+        raise AssertionError(f"{option} '{bad}' accepted")
+
+
+assert_refused(tfm.slow_range_arg, ("8192", "0.5:100", "100:50", f"1024:{tfm.SEQ}", "a:b"),
+               "--slow-range")
 # --m2-groups: a divisor of the 8 Mamba-2 heads leaving the slow pair room in one group
 assert [tfm.m2_groups_arg(g) for g in ("1", "2", "4")] == [1, 2, 4]
-for bad in ("0", "3", "8", "-2", "two"):
-    try:
-        tfm.m2_groups_arg(bad)
-    except tfm.argparse.ArgumentTypeError:
-        continue
-    raise AssertionError(f"--m2-groups {bad} accepted")
+assert_refused(tfm.m2_groups_arg, ("0", "3", "8", "-2", "two"), "--m2-groups")
 # design_ssm_heads with --medium-memory: per Mamba-2 layer (8 heads, 4 groups) heads 6, 7 slow,
 # head 5 fixed at the medium memory (its dt row zero, its decay 1/(1-exp(-rate)) = M), the cap
 # only on heads 0..4; an optimiser step on every parameter leaves the fixed entries as designed.
@@ -237,16 +238,12 @@ assert torch.allclose(got, want), (got, want)
 sw = tfm.source_weights_arg("sotu=3,kjv=1,austen=2,tdavid=3,mhcc=1")
 assert [n for n, _ in sw] == [n for n, _ in tfm.SOURCES], sw
 assert dict(sw) == {"austen": 0.2, "tdavid": 0.3, "sotu": 0.3, "kjv": 0.1, "mhcc": 0.1}, sw
-for bad in ("austen=1,tdavid=1,sotu=1,kjv=1", "austen=1,tdavid=1,sotu=1,kjv=1,mhcc=0",
-            "austen=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
-            "moby=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
-            "austen,tdavid=1,sotu=1,kjv=1,mhcc=1", "austen=x,tdavid=1,sotu=1,kjv=1,mhcc=1",
-            "austen=inf,tdavid=1,sotu=1,kjv=1,mhcc=1"):
-    try:
-        tfm.source_weights_arg(bad)
-    except tfm.argparse.ArgumentTypeError:
-        continue
-    raise AssertionError(f"--source-weights {bad} accepted")
+assert_refused(tfm.source_weights_arg,
+               ("austen=1,tdavid=1,sotu=1,kjv=1", "austen=1,tdavid=1,sotu=1,kjv=1,mhcc=0",
+                "austen=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
+                "moby=1,austen=1,tdavid=1,sotu=1,kjv=1,mhcc=1",
+                "austen,tdavid=1,sotu=1,kjv=1,mhcc=1", "austen=x,tdavid=1,sotu=1,kjv=1,mhcc=1",
+                "austen=inf,tdavid=1,sotu=1,kjv=1,mhcc=1"), "--source-weights")
 for bad in (["--medium-memory", "1"], ["--medium-memory", "5000"], ["--cap-weight", "0"],
             ["--slow-per-layer", "3"], ["--slow-per-layer", "8"], ["--medium-memory", "160,1"],
             ["--slow-per-layer", "4", "--medium-memory", "160,100,50,20"],
@@ -329,19 +326,9 @@ except RuntimeError as e:
 else:
     raise AssertionError("--medium-layers 2 accepted on a model of 2 SSM layers")
 assert tfm.medium_layers_arg("3,1,2") == [1, 2, 3] and tfm.medium_layers_arg("0") == [0]
-for bad in ("", "a", "1,1", "-1", "1,"):
-    try:
-        tfm.medium_layers_arg(bad)
-    except tfm.argparse.ArgumentTypeError:
-        continue
-    raise AssertionError(f"--medium-layers '{bad}' accepted")
+assert_refused(tfm.medium_layers_arg, ("", "a", "1,1", "-1", "1,"), "--medium-layers")
 assert tfm.medium_memories_arg("160,12") == [160.0, 12.0] and tfm.medium_memories_arg("0") == []
 assert tfm.medium_memories_arg("8") == [8.0]
-for bad in ("", "a", "160,", "nan"):
-    try:
-        tfm.medium_memories_arg(bad)
-    except tfm.argparse.ArgumentTypeError:
-        continue
-    raise AssertionError(f"--medium-memory '{bad}' accepted")
+assert_refused(tfm.medium_memories_arg, ("", "a", "160,", "nan"), "--medium-memory")
 print("cap penalty", float(pen), "past cap", frac)
 print("ok")
