@@ -1501,7 +1501,8 @@ def main():
     ap.add_argument("--train-seconds", type=float, default=420)
     ap.add_argument("--train-steps", type=int, default=0, metavar="N",
                     help="a schedule of N steps (warm-up, cosine to 10 %% at step N) instead of "
-                         "one that follows the clock, so that the run can be repeated; "
+                         "one that follows the clock, so that the schedule does not depend on "
+                         "the machine's speed (the GPU's nondeterminism aside: --deterministic); "
                          "--train-seconds stays a safety limit (0: off, the default)")
     ap.add_argument("--seed", type=int, default=None,
                     help="the seed of weights, slow-head init and batches (default: the "
