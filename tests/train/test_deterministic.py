@@ -1,0 +1,52 @@
+"""--deterministic's settings (scripts/train_fixture_models.py: make_deterministic), on a stand-in
+for torch that records what is set, so that it runs without torch: session 24 found that two runs
+stay equal only with every one of them (cuDNN's attention backward alone made them differ), so a
+setting dropped or flipped must fail here. Needs no torch.
+    python3 tests/train/test_deterministic.py   -> "test_deterministic: ok" """
+import sys
+from types import SimpleNamespace
+
+from train_script import tfm
+
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+class Recorder:
+    """A torch stand-in: the deterministic-algorithms call and the backends' switches."""
+
+    def __init__(self):
+        self.calls = {}
+        self.backends = SimpleNamespace(
+            cudnn=SimpleNamespace(deterministic=False, benchmark=True),
+            cuda=SimpleNamespace(**{name: self._switch(name) for name in
+                                    ("enable_cudnn_sdp", "enable_flash_sdp",
+                                     "enable_mem_efficient_sdp", "enable_math_sdp")}))
+
+    def _switch(self, name):
+        def set_(on):
+            self.calls[name] = on
+        return set_
+
+    def use_deterministic_algorithms(self, mode, warn_only=False):
+        self.calls["use_deterministic_algorithms"] = (mode, warn_only)
+
+
+t = Recorder()
+tfm.make_deterministic(t)
+expect(t.calls.get("use_deterministic_algorithms") == (True, True),
+       f"deterministic algorithms (warn-only): {t.calls.get('use_deterministic_algorithms')}")
+expect(t.backends.cudnn.deterministic is True, "cuDNN deterministic not set")
+expect(t.backends.cudnn.benchmark is False, "cuDNN benchmark left on")
+for name, want in (("enable_cudnn_sdp", False), ("enable_flash_sdp", False),
+                   ("enable_mem_efficient_sdp", False), ("enable_math_sdp", True)):
+    expect(t.calls.get(name) is want, f"{name}: {t.calls.get(name)} (expected {want})")
+
+if failures:
+    print("test_deterministic: FAILED\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("test_deterministic: ok")
