@@ -1493,23 +1493,30 @@ def slow_range_arg(text):
     return (lo, hi)
 
 
-def make_deterministic(torch):
+def make_deterministic(torch, attention="math"):
     """--deterministic: the settings under which two runs of one design, seed and --train-steps
-    give the same weights on one GPU (session 24, H100: equal fp32 sha256 after 12 and 150
-    steps; without them the runs differed by step 25). Costs 2.65x in speed (0.353 against 0.133
-    s a step, 150 steps of m2x1s192): the math attention materialises its scores."""
-    # warn_only: an operation without a deterministic form is named in the log, not fatal, so
-    # that one call both trains and says what is left to make repeatable
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    give the same weights on one GPU (session 24, H100, attention "math": equal fp32 sha256
+    after 12 and 150 steps; without these settings the runs differed by step 25). "math" costs
+    2.65x in speed (0.353 against 0.133 s a step, 150 steps of m2x1s192): the math attention
+    materialises its scores. "cudnn" keeps cuDNN's attention and makes torch strict instead
+    (an operation without a deterministic form raises): cuDNN's warning says that strict mode
+    selects its deterministic backward; not yet run on the GPU."""
+    if attention not in ("math", "cudnn"):
+        raise ValueError(f"attention '{attention}': expected math or cudnn")
+    # "math": warn_only, so that an operation without a deterministic form is named in the log,
+    # not fatal, and one call both trains and says what is left to make repeatable
+    torch.use_deterministic_algorithms(True, warn_only=attention == "math")
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
-    # scaled_dot_product_attention: cuDNN's backward is not deterministic (the one warning left
-    # in session 24's first check), nor are flash's and the memory-efficient kernel's; the math
-    # kernel is (two concurrent runs of it at 16384 positions do not fit 80 GB: run them in turn)
-    torch.backends.cuda.enable_cudnn_sdp(False)
-    torch.backends.cuda.enable_flash_sdp(False)
-    torch.backends.cuda.enable_mem_efficient_sdp(False)
-    torch.backends.cuda.enable_math_sdp(True)
+    if attention == "math":
+        # scaled_dot_product_attention: cuDNN's backward is not deterministic unless torch is
+        # strict (the one warning left in session 24's first check), nor are flash's and the
+        # memory-efficient kernel's; the math kernel is (two concurrent runs of it at 16384
+        # positions do not fit 80 GB: run them in turn)
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        torch.backends.cuda.enable_flash_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_math_sdp(True)
 
 
 def main():
@@ -1527,11 +1534,13 @@ def main():
                     help="the seed of weights, slow-head init and batches (default: the "
                          "model's own, " + ", ".join(f"{n} {s}" for n, (_, s) in MODELS.items())
                          + ")")
-    ap.add_argument("--deterministic", action="store_true",
-                    help="torch's deterministic algorithms (warn-only), cuDNN deterministic, "
-                         "the math attention, CUBLAS_WORKSPACE_CONFIG=:4096:8: two runs of one "
-                         "design, seed and --train-steps give the same weights (session 24; "
-                         "without them they differed by step 25); 2.65x slower")
+    ap.add_argument("--deterministic", nargs="?", const="math", default=None,
+                    choices=("math", "cudnn"),
+                    help="torch's deterministic algorithms, cuDNN deterministic, "
+                         "CUBLAS_WORKSPACE_CONFIG=:4096:8 and, by default (math), the math "
+                         "attention: two runs of one design, seed and --train-steps give the "
+                         "same weights (session 24; without them they differed by step 25); "
+                         "2.65x slower. cudnn: cuDNN's attention with torch strict (untried)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--batch", type=int, default=4, help="sequences of SEQ bytes a step")
     ap.add_argument("--work", default="/tmp/rssm-train")
@@ -1619,7 +1628,7 @@ def main():
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
     if args.deterministic:
-        make_deterministic(torch)
+        make_deterministic(torch, args.deterministic)
     import transformers
 
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, "

@@ -36,15 +36,33 @@ class Recorder:
         self.calls["use_deterministic_algorithms"] = (mode, warn_only)
 
 
+# the default, "math": warn-only, and every attention kernel but the math one off
 t = Recorder()
 tfm.make_deterministic(t)
 expect(t.calls.get("use_deterministic_algorithms") == (True, True),
-       f"deterministic algorithms (warn-only): {t.calls.get('use_deterministic_algorithms')}")
-expect(t.backends.cudnn.deterministic is True, "cuDNN deterministic not set")
-expect(t.backends.cudnn.benchmark is False, "cuDNN benchmark left on")
+       f"math: deterministic algorithms (warn-only): {t.calls.get('use_deterministic_algorithms')}")
+expect(t.backends.cudnn.deterministic is True, "math: cuDNN deterministic not set")
+expect(t.backends.cudnn.benchmark is False, "math: cuDNN benchmark left on")
 for name, want in (("enable_cudnn_sdp", False), ("enable_flash_sdp", False),
                    ("enable_mem_efficient_sdp", False), ("enable_math_sdp", True)):
-    expect(t.calls.get(name) is want, f"{name}: {t.calls.get(name)} (expected {want})")
+    expect(t.calls.get(name) is want, f"math: {name}: {t.calls.get(name)} (expected {want})")
+# "cudnn": strict (not warn-only: cuDNN's attention picks its deterministic backward only then),
+# the attention kernels left as they are
+t = Recorder()
+tfm.make_deterministic(t, "cudnn")
+expect(t.calls.get("use_deterministic_algorithms") == (True, False),
+       f"cudnn: deterministic algorithms (strict): {t.calls.get('use_deterministic_algorithms')}")
+expect(t.backends.cudnn.deterministic is True and t.backends.cudnn.benchmark is False,
+       "cudnn: cuDNN deterministic / benchmark")
+expect(not any(k.startswith("enable_") for k in t.calls), f"cudnn: attention switched: {t.calls}")
+# anything else is refused before a setting is made
+t = Recorder()
+try:
+    tfm.make_deterministic(t, "flash")
+    expect(False, "attention 'flash' accepted")
+except ValueError:
+    expect(not t.calls and t.backends.cudnn.benchmark is True,
+           f"attention 'flash' refused after settings were made: {t.calls}")
 
 if failures:
     print("test_deterministic: FAILED\n  " + "\n  ".join(failures))
