@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 24 call 4: call 3's check again after --deterministic chose the math attention (run one after the
+# Session 24 call 4: call 3.s check (results/h200-2026-12-06-s23/prepared/device-call-determinism.sh) again after --deterministic chose the math attention (run one after the
 # other: two math attentions at 16384 positions at once ran out of GPU memory, session 24's first try): is training repeatable
 # with --deterministic (new in session 23)? Call 3's two concurrent 30-step runs of one design,
 # seed and --train-steps had different fp32 weights (train bpb at step 25 3.80705 / 3.8072).
