@@ -37,7 +37,7 @@ runs beside a 35-s one stopped at 330 s), or with --train-steps N over N steps, 
 schedule does not depend on the speed (the clock then only stops a run that is too slow, and says so); batch
 --batch (4) x 16384 tokens; grad-norm clip 1; GDN slow heads' write strength pushed below
 memory^-1/2 (SlowBeta); seed fixed per model (--seed: another draw of the same design);
---deterministic for torch's deterministic algorithms. Options of the design: --long-beta M0 (the
+--deterministic [math|cudnn]: a repeatable run (math: 2.65x slower). Options of the design: --long-beta M0 (the
 learned GDN heads write weakly where they remember past M0 tokens), --cap-memory M1 (the learned GDN or Mamba-2 heads are pushed to
 forget within M1 tokens, so that the fixed slow heads carry the long memory alone), --slow-range LO:HI
 (the slow heads' memories; with --init-from the new design replaces the checkpoint's slow heads),
