@@ -945,11 +945,20 @@ def plot(csv_rows, path, title):
 # training
 # --------------------------------------------------------------------------------------------
 
+def cosine_after_warmup(peak, warmup, step, frac):
+    """The rate both schedules share: linear warm-up to `peak` over `warmup` steps, then a cosine
+    from the peak down to 10 % of it as `frac` (the part of the schedule after the warm-up that
+    has passed, clamped to 0..1) goes from 0 to 1."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    frac = min(1.0, max(0.0, frac))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
 class ClockCosine:
-    """The learning rate of each step: linear warm-up to `peak` over `warmup` steps, then a
-    cosine from the peak down to 10 % of it over the wall time left after the warm-up, reaching
-    10 % at `budget` seconds whatever the speed does meanwhile (a step count fixed from an early
-    speed ended early when trainings sharing the GPU sped up: session 20)."""
+    """The learning rate of each step: the warm-up, then the cosine over the wall time left after
+    the warm-up, reaching 10 % at `budget` seconds whatever the speed does meanwhile (a step count
+    fixed from an early speed ended early when trainings sharing the GPU sped up: session 20)."""
 
     def __init__(self, peak, warmup, budget):
         self.peak, self.warmup, self.budget = peak, warmup, budget
@@ -957,13 +966,11 @@ class ClockCosine:
 
     def lr(self, step, elapsed):
         """The rate of `step`, taken `elapsed` seconds into the training."""
-        if step < self.warmup:
-            return self.peak * (step + 1) / self.warmup
-        if self.warm_end is None:
+        if step >= self.warmup and self.warm_end is None:
             self.warm_end = elapsed
-        frac = (elapsed - self.warm_end) / max(1e-9, self.budget - self.warm_end)
-        frac = min(1.0, max(0.0, frac))
-        return self.peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        frac = (0.0 if self.warm_end is None else
+                (elapsed - self.warm_end) / max(1e-9, self.budget - self.warm_end))
+        return cosine_after_warmup(self.peak, self.warmup, step, frac)
 
 
 class StepCosine:
@@ -977,11 +984,8 @@ class StepCosine:
         self.peak, self.warmup, self.steps = peak, warmup, steps
 
     def lr(self, step, elapsed):  # noqa: ARG002 - ClockCosine's signature; the clock is unused
-        if step < self.warmup:
-            return self.peak * (step + 1) / self.warmup
         frac = (step - self.warmup) / max(1, self.steps - self.warmup)
-        frac = min(1.0, max(0.0, frac))
-        return self.peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        return cosine_after_warmup(self.peak, self.warmup, step, frac)
 
 
 def train(name, args):
