@@ -27,6 +27,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 # a run's files are named KIND-MODEL.* (kl-, window-, rtnsr-), bpb.json's keys bpbN-MODEL
 RUN_FILE = re.compile(r"^(kl|window|rtnsr)-(?P<model>[A-Za-z0-9.-]+?)(\.summary\.txt|_[a-z_]+\.(csv|md))$")
 LONGMEM_HEAD = re.compile(r"^kl-(?P<model>[A-Za-z0-9.-]+)\.h5 \(")
+KL_FILE = re.compile(r"^kl-(?P<model>[A-Za-z0-9.-]+)\.h5$")
 
 
 def fail(msg):
@@ -45,6 +46,12 @@ def of_record():
 
 def models_of(names):
     return {m.group("model") for m in map(RUN_FILE.match, names) if m}
+
+
+def model_of_run(run):
+    """longmem-check.json entry -> the model its kl-MODEL.h5 file names ('' for another file)."""
+    m = KL_FILE.match(os.path.basename(run.get("file", "")))
+    return m.group("model") if m else ""
 
 
 def read_json(path, what):
@@ -118,7 +125,7 @@ def main():
         runs = read_json(os.path.join(fig, "longmem-check.json"), "the new drift check")
         runs += [r for r in read_json(os.path.join(old, "longmem-check.json"),
                                       "the old drift check")
-                 if r.get("file", "")[3:-3] in others]
+                 if model_of_run(r) in others]
         runs.sort(key=lambda r: r["file"])
         with open(os.path.join(fig, "longmem-check.json"), "w") as f:
             json.dump(runs, f, indent=1)
