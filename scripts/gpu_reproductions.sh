@@ -10,14 +10,25 @@
 #   STEPS_KL  steps of the KL-against-length runs (default: 32768)
 #   ONLY      the models to run, space-separated (default: both fixture models)
 # Results: OUT/repro.tar (summaries, CSVs, figures, logs, bpb.json) and OUT/h5-*.tar.gz.
+# Every call works in a fresh folder: session 26's second call on a warm machine reused the first
+# call's fixed /tmp folder, its runs refused to overwrite the earlier HDF5 files (as they should),
+# and the analysis then packed the earlier model's results as if they were the new one's. Now an
+# existing OUT/repro.tar is refused before anything runs, and a run that fails ends the script
+# with exit 1 after packing only the logs (OUT/repro-logs.tar), never an analysis.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devrun/bin/replayssm}
 OUT=${OUT:-./repro-out}
 STEPS_KL=${STEPS_KL:-32768}
-W=/tmp/rssm-repro
+for f in repro.tar repro-logs.tar; do
+  [ ! -e "$OUT/$f" ] || { echo "gpu_reproductions: $OUT/$f exists (expected an OUT without earlier results)" >&2; exit 2; }
+done
+W=$(mktemp -d "${TMPDIR:-/tmp}/rssm-repro.XXXXXX") || exit 2
 export RSSM_CUDA_GRAPH=1
 mkdir -p "$OUT" "$W/figures" "$W/logs"
+OUT=$(cd "$OUT" && pwd)
+ROOT=$PWD
+case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 # ONLY="NAME ...": the models to run (default both; e.g. only the one retrained)
 read -r -a MODELS <<< "${ONLY:-qwen35-gdn-tiny nemotronh-m2-tiny}"
 
@@ -37,13 +48,20 @@ for m in "${MODELS[@]}"; do
     --config 'conventional state=fp32' --steps 16384 --sequences 2
 done
 wait
-nvidia-smi --query-gpu=name --format=csv,noheader >>"$W/logs/times.txt"
+nvidia-smi --query-gpu=name --format=csv,noheader >>"$W/logs/times.txt" 2>/dev/null
+failed=$(grep -c ': exit [1-9]' "$W/logs/times.txt")
+if [ "$failed" -gt 0 ]; then
+  grep ': exit [1-9]' "$W/logs/times.txt" >&2
+  tar -cf "$OUT/repro-logs.tar" -C "$W" logs
+  echo "gpu_reproductions: $failed run(s) failed: no analysis; their logs in $OUT/repro-logs.tar" >&2
+  exit 1
+fi
 
 cd "$W"
 for f in kl-*.h5 window-*.h5 rtnsr-*.h5; do
-  "$OLDPWD/$BIN" summary "$f" >"figures/${f%.h5}.summary.txt" 2>&1
+  "$BIN" summary "$f" >"figures/${f%.h5}.summary.txt" 2>&1
 done
-A=$OLDPWD/analysis
+A=$ROOT/analysis
 python3 "$A/plot_kl_length.py" kl-*.h5 window-*.h5 --out-dir figures >logs/analysis.log 2>&1
 python3 "$A/plot_kl_window.py" window-*.h5 --out-dir figures >>logs/analysis.log 2>&1
 python3 "$A/table_rounding.py" kl-*.h5 --out-dir figures >>logs/analysis.log 2>&1
