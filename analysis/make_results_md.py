@@ -596,11 +596,15 @@ def unique_stems(runs):
 
 
 
-def why_clause(fixture, mclause):
+def why_clause(fixture, mclause, kinds=None):
     """Why each fixture model's shared/split ratio and growth are what they are, from its data:
     a ratio below 10 means heads that forget within a few flushes; a ratio of 10 or more with a
-    shared curve that stops growing early means the accumulation is bounded by something other
-    than the decay (a GDN layer's delta rule removes error along every key it writes)."""
+    shared curve that stops growing early means the accumulation is bounded early: for a GDN
+    model also by the delta rule, which removes error along every key it writes; a Mamba-2 model
+    has no delta rule, so there the heads that carry the error level off within a few of their
+    memories. kinds: {model: "GDN" | "Mamba-2" | ...} from the weights (ssm_decay); a model
+    without weights gets both readings."""
+    kinds = kinds or {}
     parts = []
     for model, r in fixture.items():
         sh, sp = sr_pair(r)
@@ -614,12 +618,19 @@ def why_clause(fixture, mclause):
                          f"half its level by {h['lo']}..{h['hi']}): slow heads carry the shared "
                          "checkpoint's roundings for thousands of tokens, as in the paper")
         else:
+            kind = kinds.get(model)
+            delta = ("a Gated DeltaNet layer's delta rule multiplies the state by "
+                     "(I - beta k k^T) at every write, which removes error along each key it "
+                     "writes, so an error's lifetime is bounded by the keys, not only by alpha")
+            levels = ("the heads that carry most of the error level off within a few of their "
+                      "memories, and the slower heads carry little of it")
+            reason = (delta if kind == "GDN" else
+                      f"a Mamba-2 layer has no delta rule: {levels}" if kind == "Mamba-2" else
+                      f"{levels}, or, in a Gated DeltaNet layer, {delta}")
             parts.append(f"`{model}` (ratio {g3(ratio)}, but the shared KL reaches half its level "
                          f"by lengths {h['lo']}..{h['hi']} and then stays): the accumulated error "
                          "saturates after a few hundred tokens although some heads' decays are "
-                         "slower; a Gated DeltaNet layer's delta rule multiplies the state by "
-                         "(I - beta k k^T) at every write, which removes error along each key it "
-                         "writes, so an error's lifetime is bounded by the keys, not only by alpha")
+                         f"slower; {reason}")
     return "; ".join(parts) + (f" (memories: {mclause}; the state-memory section below)."
                                if mclause else ".")
 
@@ -675,6 +686,7 @@ def build(theory_paths, run_paths, out_path, summary_dirs=(), model_paths=None, 
 
     decays, bad = load_decays(models_abs, L)
     mclause = memory_clause(fixture_runs(runs), decays, trows)
+    kinds = {label: ssm_decay.model_summary(rows)["kind"] for label, rows in decays if rows}
     paper_runs = {name: [r for r in runs if model_of(r) == name] for name, _, _ in PAPER_MODELS}
     fixture = fixture_runs(runs)
 
@@ -710,7 +722,7 @@ def build(theory_paths, run_paths, out_path, summary_dirs=(), model_paths=None, 
                     f"final level by lengths {h['lo']}..{h['hi']}")
     why = ("Why: a shared checkpoint's error accumulates towards s2/(1 - alpha^2L) over a "
            "head's memory, split precision's stays one rounding s2 of the high-precision state; "
-           "" + why_clause(fixture, mclause) if fixture else "Why: see the state-memory section "
+           "" + why_clause(fixture, mclause, kinds) if fixture else "Why: see the state-memory section "
            "below.")
     L_ += ["Where and why they differ: "
            + ("; ".join(diff) + ". " + why if diff else "nothing to compare until a run exists."),
@@ -741,7 +753,7 @@ def build(theory_paths, run_paths, out_path, summary_dirs=(), model_paths=None, 
     L_ += ["", "Where and why they differ: "
            + ("the fixture models' ratios (" + ", ".join(
                f"{g3(last_ratio(r, *sr_pair(r))[2])}" for r in fixture.values())
-              + ") against the paper's 13x-29x: " + why_clause(fixture, mclause)
+              + ") against the paper's 13x-29x: " + why_clause(fixture, mclause, kinds)
               + " The paper's models are not measured here." if fixture
               else "only measured models can be compared."),
            ""]

@@ -307,6 +307,30 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def why_clause_test():
+    """The results page's explanation of a shared curve that saturates early names the delta rule
+    only for a GDN model (session 26: it gave the GDN reason for the Mamba-2 model too)."""
+    sys.path.insert(0, AN)
+    import make_results_md as mr
+    saved = mr.sr_pair, mr.last_ratio, mr.growth_of, mr.half_level
+    # every model: ratio 20, shared growth 1.2 (< 3), half its level by 1024..2047
+    mr.sr_pair = lambda r: ("sh", "sp")
+    mr.last_ratio = lambda r, sh, sp: (0.002, 0.0001, 20.0)
+    mr.growth_of = lambda r, sh: 1.2
+    mr.half_level = lambda r, sh: {"lo": 1024, "hi": 2047}
+    try:
+        t = mr.why_clause({"m2": None, "gdn": None, "unknown": None}, "",
+                          {"m2": "Mamba-2", "gdn": "GDN"})
+    finally:
+        mr.sr_pair, mr.last_ratio, mr.growth_of, mr.half_level = saved
+    part = {p.lstrip("`").split("`")[0]: p for p in t.split("; `")}
+    check("delta rule multiplies" not in part.get("m2", "x") and "no delta rule" in part.get("m2", ""),
+          f"Mamba-2 saturation reason: {part.get('m2')!r}")
+    check("delta rule multiplies" in part.get("gdn", ""), f"GDN saturation reason: {part.get('gdn')!r}")
+    check("level off" in part.get("unknown", "") and "delta rule" in part.get("unknown", ""),
+          f"saturation reason without weights: {part.get('unknown')!r}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="rssm-analysis-")
     h5 = os.path.join(tmp, "synth.h5")
@@ -407,6 +431,7 @@ def main():
     check(body(text) and body(open(res2).read()) == body(text),
           "results.md from --summaries differs from the page from --runs")
     summaries_test(tmp, th)
+    why_clause_test()
     decay_test(tmp, th)
     real_run_test(tmp)
 
