@@ -596,6 +596,14 @@ def unique_stems(runs):
 
 
 
+# Why a shared curve stops growing early: a GDN layer's delta rule, or (any SSM) heads that level off
+WHY_DELTA_RULE = ("a Gated DeltaNet layer's delta rule multiplies the state by (I - beta k k^T) at "
+                  "every write, which removes error along each key it writes, so an error's "
+                  "lifetime is bounded by the keys, not only by alpha")
+WHY_LEVEL_OFF = ("the heads that carry most of the error level off within a few of their "
+                 "memories, and the slower heads carry little of it")
+
+
 def why_clause(fixture, mclause, kinds=None):
     """Why each fixture model's shared/split ratio and growth are what they are, from its data:
     a ratio below 10 means heads that forget within a few flushes; a ratio of 10 or more with a
@@ -619,14 +627,9 @@ def why_clause(fixture, mclause, kinds=None):
                          "checkpoint's roundings for thousands of tokens, as in the paper")
         else:
             kind = kinds.get(model)
-            delta = ("a Gated DeltaNet layer's delta rule multiplies the state by "
-                     "(I - beta k k^T) at every write, which removes error along each key it "
-                     "writes, so an error's lifetime is bounded by the keys, not only by alpha")
-            levels = ("the heads that carry most of the error level off within a few of their "
-                      "memories, and the slower heads carry little of it")
-            reason = (delta if kind == "GDN" else
-                      f"a Mamba-2 layer has no delta rule: {levels}" if kind == "Mamba-2" else
-                      f"{levels}, or, in a Gated DeltaNet layer, {delta}")
+            reason = (WHY_DELTA_RULE if kind == "GDN" else
+                      f"a Mamba-2 layer has no delta rule: {WHY_LEVEL_OFF}" if kind == "Mamba-2"
+                      else f"{WHY_LEVEL_OFF}, or, in a Gated DeltaNet layer, {WHY_DELTA_RULE}")
             parts.append(f"`{model}` (ratio {g3(ratio)}, but the shared KL reaches half its level "
                          f"by lengths {h['lo']}..{h['hi']} and then stays): the accumulated error "
                          "saturates after a few hundred tokens although some heads' decays are "
@@ -686,7 +689,7 @@ def build(theory_paths, run_paths, out_path, summary_dirs=(), model_paths=None, 
 
     decays, bad = load_decays(models_abs, L)
     mclause = memory_clause(fixture_runs(runs), decays, trows)
-    kinds = {label: ssm_decay.model_summary(rows)["kind"] for label, rows in decays if rows}
+    kinds = {label: rows[0]["kind"] for label, rows in decays if rows}   # ssm_decay.head_decays
     paper_runs = {name: [r for r in runs if model_of(r) == name] for name, _, _ in PAPER_MODELS}
     fixture = fixture_runs(runs)
 
@@ -722,7 +725,8 @@ def build(theory_paths, run_paths, out_path, summary_dirs=(), model_paths=None, 
                     f"final level by lengths {h['lo']}..{h['hi']}")
     why = ("Why: a shared checkpoint's error accumulates towards s2/(1 - alpha^2L) over a "
            "head's memory, split precision's stays one rounding s2 of the high-precision state; "
-           "" + why_clause(fixture, mclause, kinds) if fixture else "Why: see the state-memory section "
+           "" + why_clause(fixture, mclause, kinds) if fixture else
+           "Why: see the state-memory section "
            "below.")
     L_ += ["Where and why they differ: "
            + ("; ".join(diff) + ". " + why if diff else "nothing to compare until a run exists."),

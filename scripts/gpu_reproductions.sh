@@ -24,6 +24,7 @@ for f in repro.tar repro-logs.tar; do
   [ ! -e "$OUT/$f" ] || { echo "gpu_reproductions: $OUT/$f exists (expected an OUT without earlier results)" >&2; exit 2; }
 done
 W=$(mktemp -d "${TMPDIR:-/tmp}/rssm-repro.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT   # what is kept is packed into OUT below
 export RSSM_CUDA_GRAPH=1
 mkdir -p "$OUT" "$W/figures" "$W/logs"
 OUT=$(cd "$OUT" && pwd)

@@ -51,6 +51,7 @@ done
   fail "second call's HDF5 archive holds another call's file"
 [ "$(grep -c ': exit' <(members "$T/out2/repro.tar" logs/times.txt))" = 5 ] ||
   fail "second call's times.txt has other calls' lines: $(members "$T/out2/repro.tar" logs/times.txt)"
+[ -z "$(ls -A "$T/tmp")" ] || fail "work folders left behind: $(ls "$T/tmp")"
 
 # a failing run: exit 1, logs packed, no analysis, no repro.tar
 FAIL_RUN=window-nemotronh-m2-tiny RUN_TAG=third OUT=$T/out3 bash "$S" >"$T/log3" 2>&1; rc=$?
