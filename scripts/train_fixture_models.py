@@ -988,6 +988,23 @@ class StepCosine:
         return cosine_after_warmup(self.peak, self.warmup, step, frac)
 
 
+def stop_below_arg(text):
+    """--stop-below X -> X, held-out bits per byte in (0, 8) (8 is uniform over bytes)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected bits per byte, e.g. 2.095")
+    if not (math.isfinite(x) and 0 < x < 8):
+        raise argparse.ArgumentTypeError(f"'{text}': expected bits per byte in (0, 8)")
+    return x
+
+
+def stop_below_reached(heldout, threshold):
+    """--stop-below: whether the held-out bits per byte just measured ends the run. Steps without
+    an evaluation (heldout None) never do; neither does a run without the option (threshold None)."""
+    return threshold is not None and heldout is not None and heldout <= threshold
+
+
 def train(name, args):
     import numpy as np
     import torch
@@ -1057,6 +1074,7 @@ def train(name, args):
     schedule = (StepCosine(args.lr, warmup, args.train_steps) if args.train_steps
                 else ClockCosine(args.lr, warmup, args.train_seconds))
     stopped_by_clock = False
+    stopped_below = None    # --stop-below: {"step", "heldout_bpb", "threshold"} once it ended the run
     micro, accum = BATCH, 1
     rows, window_losses = [], []
     step = 0
@@ -1148,6 +1166,15 @@ def train(name, args):
                        f"  learned past cap {args.cap_memory:g}: {cs[0]:.3f} of tokens, "
                        f"longest {cs[1]:.3g}")
                     + ("" if ho is None else f"  held-out {ho:.4f} bpb"))
+                if stop_below_reached(ho, args.stop_below):
+                    # session 27: in the Mamba-2 m2ml1s2 runs, held-out bits per byte fall below
+                    # 2.1 in one stretch of a few hundred steps, and the shared checkpoint's
+                    # growth falls after it; stopping there keeps the weights of that stretch
+                    stopped_below = {"step": step, "heldout_bpb": round(ho, 5),
+                                     "threshold": args.stop_below}
+                    log(f"stopped at step {step} of --train-steps {args.train_steps}: held-out "
+                        f"{ho:.4f} bpb <= --stop-below {args.stop_below:g}")
+                    break
     except Exception:  # noqa: BLE001 - keep what has been trained so far
         traceback.print_exc()
         if step == 0:
@@ -1214,6 +1241,7 @@ def train(name, args):
               "medium_memory": args.medium_memory, "medium_layers": args.medium_layers,
               "schedule": "steps" if args.train_steps else "clock",
               "train_steps": args.train_steps or None, "stopped_by_clock": stopped_by_clock,
+              "stop_below": args.stop_below, "stopped_below": stopped_below,
               "fp32_weights_sha256": fp32_hash.hexdigest(), "deterministic": args.deterministic}
     write_rest(work, args.out, name, result, rows)
 
@@ -1534,6 +1562,11 @@ def main():
                          "one that follows the clock, so that the schedule does not depend on "
                          "the machine's speed (the GPU's nondeterminism aside: --deterministic); "
                          "--train-seconds stays a safety limit (0: off, the default)")
+    ap.add_argument("--stop-below", type=stop_below_arg, default=None, metavar="X",
+                    help="with --train-steps: end the run at the first held-out evaluation "
+                         "(every --eval-every steps; bf16, the quickstart's 4 windows) at or "
+                         "below X bits per byte, with the schedule's rate where it is then "
+                         "(eval.json: stopped_below); off by default")
     ap.add_argument("--seed", type=int, default=None,
                     help="the seed of weights, slow-head init and batches (default: the "
                          "model's own, " + ", ".join(f"{n} {s}" for n, (_, s) in MODELS.items())
@@ -1616,6 +1649,9 @@ def main():
     if args.medium_layers is not None and not args.medium_memory:
         ap.error(f"--medium-layers {','.join(map(str, args.medium_layers))}: expected "
                  "--medium-memory beside it (the heads to place)")
+    if args.stop_below is not None and not args.train_steps:
+        ap.error(f"--stop-below {args.stop_below:g}: expected --train-steps beside it (the "
+                 "schedule it stops part-way)")
     if args.train_steps < 0 or (args.train_steps and args.train_steps <= args.warmup):
         ap.error(f"--train-steps {args.train_steps}: expected 0 (off) or more steps than "
                  f"--warmup {args.warmup}")
