@@ -15,12 +15,7 @@ import tempfile
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                       "adopt_reproductions.py")
 A, B = "qwen-a-tiny", "nemo-b-tiny"      # model names with hyphens, as the real ones
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from checks import expect, failures, finish
 
 
 def write(path, text):
@@ -118,8 +113,6 @@ expect(r.returncode == 2 and "no kl-" in r.stderr and not os.path.exists(os.path
 leftovers = [n for n in os.listdir(work) if n.startswith(".adopt-")]
 expect(not leftovers, f"temporary folders left: {leftovers}")
 
-if failures:
-    print("test_adopt_repro: FAILED\n  " + "\n  ".join(failures))
-    sys.exit(1)
-subprocess.run(["rm", "-rf", work])
-print("test_adopt_repro: ok")
+if not failures:   # a failed run keeps its folder for a look
+    subprocess.run(["rm", "-rf", work])
+finish("test_adopt_repro")

@@ -3,17 +3,11 @@ for torch that records what is set, so that it runs without torch: session 24 fo
 stay equal only with every one of them (cuDNN's attention backward alone made them differ), so a
 setting dropped or flipped must fail here. Needs no torch.
     python3 tests/train/test_deterministic.py   -> "test_deterministic: ok" """
-import sys
 from types import SimpleNamespace
 
 from train_script import tfm
 
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from checks import expect, finish
 
 
 class Recorder:
@@ -64,7 +58,4 @@ except ValueError:
     expect(not t.calls and t.backends.cudnn.benchmark is True,
            f"attention 'flash' refused after settings were made: {t.calls}")
 
-if failures:
-    print("test_deterministic: FAILED\n  " + "\n  ".join(failures))
-    sys.exit(1)
-print("test_deterministic: ok")
+finish("test_deterministic")

@@ -9,12 +9,7 @@ import sys
 
 from train_script import tfm
 
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from checks import expect, finish
 
 
 def close(a, b):
@@ -78,8 +73,4 @@ r = subprocess.run([sys.executable, tfm.__file__, "--model", "nemotronh-m2-tiny"
 expect(r.returncode == 2 and "--train-steps 50" in r.stderr and "--warmup 100" in r.stderr,
        f"--train-steps 50 with warm-up 100: exit {r.returncode}, {r.stderr.strip()[-200:]}")
 
-if failures:
-    for f in failures:
-        print("FAIL:", f)
-    sys.exit(1)
-print("test_lr_schedule: ok")
+finish("test_lr_schedule")

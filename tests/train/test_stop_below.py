@@ -10,12 +10,7 @@ import tempfile
 
 from train_script import tfm
 
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from checks import expect, finish
 
 
 # the parser: bits per byte in (0, 8)
@@ -23,7 +18,7 @@ expect(tfm.stop_below_arg("2.095") == 2.095, "'2.095' not read as 2.095")
 for bad in ("0", "8", "-1", "nan", "inf", "2.1x", ""):
     try:
         tfm.stop_below_arg(bad)
-        failures.append(f"'{bad}' accepted")
+        expect(False, f"'{bad}' accepted")
     except argparse.ArgumentTypeError as e:
         expect(bad in str(e) or bad == "", f"'{bad}': the message does not name it: {e}")
 
@@ -53,8 +48,4 @@ with tempfile.TemporaryDirectory() as out:
     expect(r.returncode == 2 and "--stop-below: '9': expected bits per byte in (0, 8)" in r.stderr,
            f"--stop-below 9: exit {r.returncode}, message {r.stderr.strip()[-200:]!r}")
 
-if failures:
-    for f in failures:
-        print("test_stop_below: FAIL:", f)
-    sys.exit(1)
-print("test_stop_below: ok")
+finish("test_stop_below")
