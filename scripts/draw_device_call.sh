@@ -30,6 +30,9 @@ case $MODEL in nemotronh-m2-tiny|qwen35-gdn-tiny) ;; *) die "MODEL '$MODEL': exp
 CALL_LIMIT=${CALL_LIMIT:-590}
 TRAIN_LIMIT=${TRAIN_LIMIT:-470}
 [[ "$CALL_LIMIT" =~ ^[0-9]+$ && "$TRAIN_LIMIT" =~ ^[0-9]+$ ]] || die "CALL_LIMIT, TRAIN_LIMIT: expected whole seconds"
+# the training's own clock limit is 50 s under TRAIN_LIMIT (saving and its checks come after it)
+[ "$TRAIN_LIMIT" -gt 50 ] && [ "$TRAIN_LIMIT" -lt "$CALL_LIMIT" ] ||
+  die "TRAIN_LIMIT $TRAIN_LIMIT: expected more than 50 s and less than CALL_LIMIT $CALL_LIMIT"
 
 # the training (its own time limit), from scratch: GDN_INIT_FROM and M2_INIT_FROM set and empty
 OUT=$OUT ONLY=$MODEL SKIP_SMOKE=1 GDN_INIT_FROM= M2_INIT_FROM= DRIFT_CHECK=1 CONTEXT_CHECK=0 \

@@ -55,12 +55,13 @@ grep -qx kept "$R/data/models/nemotronh-m2-tiny/model.safetensors" || fail "no w
 
 # no time left for the reproductions: exit 124, none run
 mkdir -p "$T/o4"
-OUT=$T/o4 TAG=m2z OPTIONS="--seed 5" CALL_LIMIT=10 run; rc=$?
+# (bash starts its SECONDS from the environment's: a call 575 s old, of the default 590)
+OUT=$T/o4 TAG=m2z OPTIONS="--seed 5" SECONDS=575 run; rc=$?
 [ $rc = 124 ] && [ ! -e "$T/repro.log" ] && grep -q "no time for the reproductions" "$T/stdout" ||
-  fail "CALL_LIMIT 10: exit $rc, $(cat "$T/stdout")"
+  fail "15 s left: exit $rc, $(cat "$T/stdout")"
 
 # bad inputs: exit 2, one line, nothing run
-for bad in "TAG=" "TAG=a/b" "OPTIONS=" "MODEL=other" "CALL_LIMIT=x" "OUT="; do
+for bad in "TAG=" "TAG=a/b" "OPTIONS=" "MODEL=other" "CALL_LIMIT=x" "OUT=" "TRAIN_LIMIT=40" "TRAIN_LIMIT=600"; do
   mkdir -p "$T/o5"; rm -f "$T/o5/train.env"
   env OUT="$T/o5" TAG=ok OPTIONS="--seed 1" "$bad" bash -c 'cd "$0" && bash scripts/draw_device_call.sh' "$R" >"$T/stdout" 2>&1; rc=$?
   [ $rc = 2 ] || fail "$bad: exit $rc, expected 2"
