@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "src/model/dt_clamp.h"
+
 namespace mc {
 
 __device__ inline float silu(float x) { return x / (1.0f + expf(-x)); }
@@ -60,6 +62,73 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
     if (zg) v = v * silu(zg[i]);
     yg[i] = v;
     if (ybg) ybg[i] = __float2bfloat16_rn(v);
+  }
+}
+
+/* One decode step of the causal conv for channel c of one row (conv_step_kernel, and the fused
+ * conv + prep kernels of mc_fused.cu, so that both compute the same bits): the K taps over the
+ * row's window and the new input xc, then the bias, then SiLU; the window is shifted by one with
+ * xc appended. The channel's window column is private to its thread. Returns silu(acc). */
+__device__ inline float conv_step_channel(float *wr /* [K-1][C] */, float xc,
+                                          const float *w /* [C][K] */,
+                                          const float *bias /* [C] or NULL */, int64_t c,
+                                          int64_t C, int K) {
+  float acc = 0.0f;
+  for (int k = 0; k < K - 1; k++) acc = acc + w[c * K + k] * wr[k * C + c];
+  acc = acc + w[c * K + K - 1] * xc;
+  if (bias) acc = acc + bias[c];
+  for (int k = 0; k + 1 < K - 1; k++) wr[k * C + c] = wr[(k + 1) * C + c];
+  if (K > 1) wr[(K - 2) * C + c] = xc;
+  return silu(acc);
+}
+
+/* Mamba-2's step size of head h, delta = softplus(dt + dt_bias) (clamped to the time-step limit
+ * at prompt positions: rssm_dt_limit_at), and its decay alpha = exp(delta * -exp(A_log)), as
+ * layer_mamba2.c (mamba2_prep_kernel and the fused conv + prep). */
+__device__ inline float mamba2_delta(float dt, float dt_bias, int64_t pos, float lo, float hi) {
+  return rssm_dt_limit_at(softplus(dt + dt_bias), pos, lo, hi);
+}
+__device__ inline float mamba2_alpha(float delta, float A_log) {
+  float A = -expf(A_log);
+  return expf(delta * A);
+}
+
+/* Mamba-2's output before its group norm: (o + D x) * silu(z) (mamba2_gate_kernel, and the
+ * fused gate + norm). */
+__device__ inline float mamba2_gate_of(float o, float D, float x, float z) {
+  float ot = o + D * x;
+  return ot * silu(z);
+}
+
+/* GDN's gates of value head h: alpha = exp(-exp(A_log) softplus(a + dt_bias)), beta =
+ * sigmoid(b), as layer_gdn.c (gdn_gates_kernel and the fused conv + prep). */
+__device__ inline void gdn_gates_of(float a, float b, float A_log, float dt_bias,
+                                    float *alpha, float *beta) {
+  float gg = -expf(A_log) * softplus(a + dt_bias);
+  *alpha = expf(gg);
+  *beta = sigmoid(b);
+}
+
+/* One block normalises one key head's q and k (gdn_l2_kernel, and the fused conv + prep):
+ * threads 0..7 make dot_f32's partial sums of q, 8..15 those of k (the block needs 16 threads
+ * or more), then q = l2norm(q) qscale and k = l2norm(k), 1 / sqrt(sum + 1e-6) as layer_gdn.c.
+ * qs and ks may be global memory written by this block before a __syncthreads. Every thread of
+ * the block must call it. */
+__device__ inline void gdn_l2_head(const float *qs /* [dk] */, const float *ks /* [dk] */,
+                                   float *qd /* [dk] */, float *kd /* [dk] */, int dk,
+                                   float qscale) {
+  __shared__ float part[16];
+  __shared__ float inv_s[2];
+  if (threadIdx.x < 8) part[threadIdx.x] = dot8_lane(qs, qs, dk, threadIdx.x);
+  else if (threadIdx.x < 16) part[threadIdx.x] = dot8_lane(ks, ks, dk, threadIdx.x - 8);
+  __syncthreads();
+  if (threadIdx.x == 0) inv_s[0] = 1.0f / sqrtf(tree8(part) + 1e-6f);
+  if (threadIdx.x == 1) inv_s[1] = 1.0f / sqrtf(tree8(part + 8) + 1e-6f);
+  __syncthreads();
+  for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+    float a = qs[i] * inv_s[0];
+    qd[i] = a * qscale; /* l2norm, then the separate scaling, as layer_gdn.c */
+    kd[i] = ks[i] * inv_s[1];
   }
 }
 

@@ -72,6 +72,107 @@ __global__ void act_bf16_kernel(const float *in /* [R][2 I] or [R][I] */, float 
   }
 }
 
+/* Thread per (row, conv channel c): the conv step of c (conv_step_channel) into cv, then what
+ * mamba2_prep and its two row copies make of that channel: v = delta x for the x channels
+ * (c < d_inner; the channel's first of its head also writes alpha), B and C copied. delta is
+ * recomputed by each of the head's P threads from the same inputs, so it has the same bits. */
+__global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
+                                        const float *zx /* [R][in_rows] */, int64_t in_rows,
+                                        const float *cw /* [C][K] */, const float *cb /* [C] */,
+                                        float *cv /* [R][C] */, int64_t C, int K,
+                                        const float *A_log /* [Hm] */,
+                                        const float *dt_bias /* [Hm] */, float dt_lo,
+                                        float dt_hi, const int *pos /* [R] */,
+                                        float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
+                                        float *Bm /* [R][G N] */, float *Cm /* [R][G N] */,
+                                        int Hm, int P, int64_t gn) {
+  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  if (c >= C) return;
+  const int64_t d_inner = (int64_t)Hm * P;
+  const float *xr = zx + r * in_rows + d_inner; /* [C]: the conv's input slice (x, B, C) */
+  const float x = conv_step_channel(win + (int64_t)r * (K - 1) * C, xr[c], cw, cb, c, C, K);
+  cv[r * C + c] = x;
+  if (c < d_inner) {
+    const int h = (int)(c / P);
+    const float delta =
+        mamba2_delta(zx[r * in_rows + d_inner + C + h], dt_bias[h], pos[r], dt_lo, dt_hi);
+    if (c % P == 0) alpha[(int64_t)r * Hm + h] = mamba2_alpha(delta, A_log[h]);
+    v[r * d_inner + c] = delta * x;
+  } else if (c < d_inner + gn) {
+    Bm[r * gn + c - d_inner] = x;
+  } else {
+    Cm[r * gn + c - d_inner - gn] = x;
+  }
+}
+
+/* Block per (part, row), NORM_THREADS threads; parts 0..Hk-1 are the key heads: the conv step
+ * of the head's q and k channels into cv, a barrier, then gdn_l2_head on them (the same bits as
+ * gdn_l2_kernel reading cv); parts Hk..Hk+nvb-1 are NORM_THREADS value channels each: the conv
+ * step into cv and v; the last part is the row's Hv gates (gdn_gates_of). */
+__global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
+                                     const float *proj /* [R][in_rows] */, int64_t in_rows,
+                                     int64_t b_off, int64_t a_off, const float *cw /* [C][K] */,
+                                     float *cv /* [R][C] */, int64_t C, int K,
+                                     const float *A_log /* [Hv] */,
+                                     const float *dt_bias /* [Hv] */, float *q /* [R][Hk][dk] */,
+                                     float *k /* [R][Hk][dk] */, float *v /* [R][Hv][dv] */,
+                                     float *alpha /* [R][Hv] */, float *beta /* [R][Hv] */,
+                                     int Hk, int Hv, int dk, int64_t value_dim, int nvb,
+                                     float qscale) {
+  const int part = blockIdx.x, r = blockIdx.y;
+  const int64_t key_dim = (int64_t)Hk * dk;
+  float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
+  const float *xr = proj + r * in_rows;       /* [C]: the conv's input slice (q, k, v) */
+  float *cvr = cv + r * C;                    /* [C] */
+  if (part < Hk) {
+    const int64_t q0 = (int64_t)part * dk, k0 = key_dim + q0;
+    for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+      cvr[q0 + i] = conv_step_channel(wr, xr[q0 + i], cw, nullptr, q0 + i, C, K);
+      cvr[k0 + i] = conv_step_channel(wr, xr[k0 + i], cw, nullptr, k0 + i, C, K);
+    }
+    __syncthreads(); /* the head's cv, written by every thread, is read by lanes 0..15 */
+    gdn_l2_head(cvr + q0, cvr + k0, q + r * key_dim + q0, k + r * key_dim + q0, dk, qscale);
+  } else if (part < Hk + nvb) {
+    const int64_t j = (int64_t)(part - Hk) * blockDim.x + threadIdx.x;
+    if (j >= value_dim) return;
+    const int64_t c = 2 * key_dim + j;
+    const float x = conv_step_channel(wr, xr[c], cw, nullptr, c, C, K);
+    cvr[c] = x;
+    v[r * value_dim + j] = x;
+  } else {
+    for (int h = threadIdx.x; h < Hv; h += blockDim.x)
+      gdn_gates_of(proj[r * in_rows + a_off + h], proj[r * in_rows + b_off + h], A_log[h],
+                   dt_bias[h], &alpha[(int64_t)r * Hv + h], &beta[(int64_t)r * Hv + h]);
+  }
+}
+
+/* Block per (group g, row r < Rpad), NORM_THREADS threads: the group's gs values of the gate
+ * (mamba2_gate_of) into t, a barrier, then rmsnorm_group in place with the group's own weight
+ * and the bf16 copy; padding rows write tb's zeros only (rmsnorm_gate_kernel's rows). */
+__global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
+                                        const float *cv /* [R][conv_dim] */, int64_t conv_dim,
+                                        const float *zx /* [R][in_rows] */, int64_t in_rows,
+                                        const float *D /* [Hm] */, float *t /* [R][di] */,
+                                        __nv_bfloat16 *tb /* [Rpad][di] or NULL */, int R, int P,
+                                        int gs, int64_t di, const float *w /* [G][gs] */,
+                                        float eps) {
+  const int g = blockIdx.x, r = blockIdx.y;
+  const int64_t g0 = (int64_t)g * gs;
+  __nv_bfloat16 *tbg = tb ? tb + r * di + g0 : nullptr; /* [gs] */
+  if (r >= R) {
+    for (int i = threadIdx.x; i < gs; i += blockDim.x) tbg[i] = __float2bfloat16_rn(0.0f);
+    return;
+  }
+  float *tg = t + r * di + g0; /* [gs] */
+  for (int j = threadIdx.x; j < gs; j += blockDim.x) {
+    const int64_t i = g0 + j;
+    tg[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
+  }
+  __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
+  rmsnorm_group(tg, tg, tbg, gs, w + g0, 0, eps, nullptr);
+}
+
 unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
 
 template <int SWIGLU>
@@ -115,6 +216,52 @@ int mc_swiglu_bf16(const float *gu, float *act, void *actb, int R, int Rpad, int
 int mc_relu2_bf16(const float *up, float *act, void *actb, int R, int Rpad, int64_t I,
                   void *stream) {
   return launch_act_bf16<0>(up, act, actb, R, Rpad, I, stream);
+}
+
+int mc_mamba2_conv_prep(float *win, const float *zx, int64_t in_rows, const float *conv_w,
+                        const float *conv_b, float *cv, int64_t conv_dim, int K,
+                        const float *A_log, const float *dt_bias, float dt_lo, float dt_hi,
+                        const int *pos, float *alpha, float *v, float *Bm, float *Cm, int R,
+                        int Hm, int P, int G, int N, void *stream) {
+  if (R < 1) return 0;
+  const int64_t gn = (int64_t)G * N;
+  if (K < 1 || conv_dim != (int64_t)Hm * P + 2 * gn) return -1;
+  mamba2_conv_prep_kernel<<<dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R), EW_THREADS, 0,
+                            as_stream(stream)>>>(win, zx, in_rows, conv_w, conv_b, cv, conv_dim,
+                                                 K, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v,
+                                                 Bm, Cm, Hm, P, gn);
+  return launch_ok();
+}
+
+int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_off,
+                     int64_t a_off, const float *conv_w, float *cv, int K, const float *A_log,
+                     const float *dt_bias, float *q, float *k, float *v, float *alpha,
+                     float *beta, int R, int Hk, int Hv, int dk, int dv, void *stream) {
+  if (R < 1) return 0;
+  if (K < 1) return -1;
+  const int64_t key_dim = (int64_t)Hk * dk, value_dim = (int64_t)Hv * dv;
+  const int64_t conv_dim = 2 * key_dim + value_dim;
+  const int nvb = (int)blocks_for(value_dim, NORM_THREADS);
+  const float qscale = (float)(1.0 / sqrt((double)dk)); /* as mc_gdn_prep, layer_gdn.c */
+  gdn_conv_prep_kernel<<<dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
+                         as_stream(stream)>>>(win, proj, in_rows, b_off, a_off, conv_w, cv,
+                                              conv_dim, K, A_log, dt_bias, q, k, v, alpha, beta,
+                                              Hk, Hv, dk, value_dim, nvb, qscale);
+  return launch_ok();
+}
+
+int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const float *zx,
+                        int64_t in_rows, const float *D, float *t, void *tb, int R, int Rpad,
+                        int Hm, int P, int G, const float *w, float eps, void *stream) {
+  if (R < 1) return 0;
+  const int64_t di = (int64_t)Hm * P;
+  if (G < 1 || di % G != 0) return -1;
+  const int rows = tb ? (Rpad > R ? Rpad : R) : R;
+  mamba2_gate_norm_kernel<<<dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0,
+                            as_stream(stream)>>>(o, cv, conv_dim, zx, in_rows, D, t,
+                                                 (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w,
+                                                 eps);
+  return launch_ok();
 }
 
 }  // extern "C"

@@ -45,6 +45,52 @@ int mc_swiglu_bf16(const float *gu /* [R][2 I] */, float *act /* [R][I] */,
 int mc_relu2_bf16(const float *up /* [R][I] */, float *act /* [R][I] */,
                   void *actb /* bf16 [Rpad][I] */, int R, int Rpad, int64_t I, void *stream);
 
+/* Mamba-2's conv step and its prep in one launch (decode steps; a spec round keeps
+ * mc_conv_spec then mc_mamba2_prep): zx = the block's projection [R][in_rows] with the conv's
+ * input x|B|C at column d_inner = Hm P and dt at d_inner + conv_dim (conv_dim = d_inner + 2 G N),
+ * as the runtime lays it out. Bit-identical to
+ *   mc_conv_step(win, zx + d_inner, in_rows, conv_w, conv_b, cv, R, conv_dim, K), then
+ *   mc_mamba2_prep(zx, in_rows, d_inner + conv_dim, cv, conv_dim, A_log, dt_bias, dt_lo, dt_hi,
+ *                  pos, alpha, v, Bm, Cm, R, Hm, P, G, N)
+ * (win and cv included). -1 when conv_dim is not d_inner + 2 G N or K < 1. */
+int mc_mamba2_conv_prep(float *win /* [R][K-1][conv_dim] */, const float *zx /* [R][in_rows] */,
+                        int64_t in_rows, const float *conv_w /* [conv_dim][K] */,
+                        const float *conv_b /* [conv_dim] or NULL */, float *cv /* [R][conv_dim] */,
+                        int64_t conv_dim, int K, const float *A_log /* [Hm] */,
+                        const float *dt_bias /* [Hm] */, float dt_lo, float dt_hi,
+                        const int *pos /* [R] */, float *alpha /* [R][Hm] */,
+                        float *v /* [R][Hm][P] */, float *Bm /* [R][G N] */,
+                        float *Cm /* [R][G N] */, int R, int Hm, int P, int G, int N,
+                        void *stream);
+
+/* GDN's conv step (no bias) and its prep in one launch (decode steps; a spec round keeps
+ * mc_conv_spec then mc_gdn_prep): proj [R][in_rows] with the conv's input q|k|v at column 0
+ * (conv_dim = 2 Hk dk + Hv dv) and the gates' b and a at b_off and a_off. Bit-identical to
+ *   mc_conv_step(win, proj, in_rows, conv_w, NULL, cv, R, conv_dim, K), then
+ *   mc_gdn_prep(cv, proj, in_rows, b_off, a_off, A_log, dt_bias, q, k, v, alpha, beta, R, Hk,
+ *               Hv, dk, dv)
+ * (win and cv included). */
+int mc_gdn_conv_prep(float *win /* [R][K-1][conv_dim] */, const float *proj /* [R][in_rows] */,
+                     int64_t in_rows, int64_t b_off, int64_t a_off,
+                     const float *conv_w /* [conv_dim][K] */, float *cv /* [R][conv_dim] */, int K,
+                     const float *A_log /* [Hv] */, const float *dt_bias /* [Hv] */,
+                     float *q /* [R][Hk][dk] */, float *k /* [R][Hk][dk] */,
+                     float *v /* [R][Hv][dv] */, float *alpha /* [R][Hv] */,
+                     float *beta /* [R][Hv] */, int R, int Hk, int Hv, int dk, int dv,
+                     void *stream);
+
+/* Mamba-2's output gate and its group norm in one launch: t = (o + D x) silu(z) (x = cv's first
+ * Hm P columns, z = zx's), then t normalised in place per group of Hm P / G with the group's own
+ * weight w (no plus-one), and tb [Rpad][Hm P] = bf16(t) (rows R..Rpad-1 zero) when tb is not
+ * NULL. Bit-identical to mc_mamba2_gate(o, cv, conv_dim, zx, in_rows, D, t, R, Hm, P), then
+ * mc_rmsnorm_gate(t, t, tb, NULL, 0, R, Rpad, G, Hm P / G, Hm P, w, 1, eps). -1 when G does
+ * not divide Hm P. */
+int mc_mamba2_gate_norm(const float *o /* [R][Hm][P] */, const float *cv /* [R][conv_dim] */,
+                        int64_t conv_dim, const float *zx /* [R][in_rows] */, int64_t in_rows,
+                        const float *D /* [Hm] */, float *t /* [R][Hm][P] */,
+                        void *tb /* bf16 [Rpad][Hm P] or NULL */, int R, int Rpad, int Hm, int P,
+                        int G, const float *w /* [G][Hm P / G] */, float eps, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

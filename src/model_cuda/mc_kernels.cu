@@ -3,7 +3,6 @@
  * RMSNorm and L2-norm sums use dot_f32's 8-lane order so that they are bit-identical to the
  * CPU; they are tiny next to the GEMMs, so 8 sequential lanes are fast enough for now
  * (docs/gpu-runtime.md lists the faster variants for later). */
-#include "src/model/dt_clamp.h"
 #include "src/model_cuda/mc_device.cuh"
 #include "src/model_cuda/mc_kernels.h"
 
@@ -34,8 +33,7 @@ __global__ void embed_kernel(const float *embed /* [V][H] */, const int64_t *tok
     h[r * H + i] = src[i];
 }
 
-/* Thread per (row, channel): the channel's window column is private to the thread, so the sum
- * and the shift need no synchronisation. */
+/* Thread per (row, channel): conv_step_channel (mc_device.cuh). */
 __global__ void conv_step_kernel(float *win /* [R][K-1][C] */, const float *x /* [R][ldx] */,
                                  int64_t ldx, const float *w /* [C][K] */,
                                  const float *bias /* [C] or NULL */, float *out /* [R][C] */,
@@ -43,15 +41,8 @@ __global__ void conv_step_kernel(float *win /* [R][K-1][C] */, const float *x /*
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int r = blockIdx.y;
   if (c >= C) return;
-  float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
-  const float xc = x[r * ldx + c];
-  float acc = 0.0f;
-  for (int k = 0; k < K - 1; k++) acc = acc + w[c * K + k] * wr[k * C + c];
-  acc = acc + w[c * K + K - 1] * xc;
-  if (bias) acc = acc + bias[c];
-  out[r * C + c] = silu(acc);
-  for (int k = 0; k + 1 < K - 1; k++) wr[k * C + c] = wr[(k + 1) * C + c];
-  if (K > 1) wr[(K - 2) * C + c] = xc;
+  out[r * C + c] = conv_step_channel(win + (int64_t)r * (K - 1) * C, x[r * ldx + c], w, bias, c,
+                                     C, K);
 }
 
 /* Thread per (state row, channel): the T drafts of a spec round through the causal conv, each
@@ -81,28 +72,15 @@ __global__ void conv_spec_kernel(float *win /* [R][K-1][C] */, const float *x /*
     for (int k = 0; k < K - 1; k++) wr[k * C + c] = ext[k + ar];
 }
 
-/* Block per (key head, row): threads 0..7 the partial sums of q, 8..15 those of k. */
+/* Block per (key head, row): gdn_l2_head (mc_device.cuh). */
 __global__ void gdn_l2_kernel(const float *cv /* [R][conv_dim] */, float *q /* [R][Hk][dk] */,
                               float *k /* [R][Hk][dk] */, int Hk, int dk, int64_t conv_dim,
                               float qscale) {
-  __shared__ float part[16];
-  __shared__ float inv_s[2];
   const int hk = blockIdx.x, r = blockIdx.y;
   const int64_t key_dim = (int64_t)Hk * dk;
   const float *qs = cv + r * conv_dim + (int64_t)hk * dk; /* [dk] */
-  const float *ks = qs + key_dim;                         /* [dk] */
-  if (threadIdx.x < 8) part[threadIdx.x] = dot8_lane(qs, qs, dk, threadIdx.x);
-  else if (threadIdx.x < 16) part[threadIdx.x] = dot8_lane(ks, ks, dk, threadIdx.x - 8);
-  __syncthreads();
-  if (threadIdx.x == 0) inv_s[0] = 1.0f / sqrtf(tree8(part) + 1e-6f);
-  if (threadIdx.x == 1) inv_s[1] = 1.0f / sqrtf(tree8(part + 8) + 1e-6f);
-  __syncthreads();
-  float *qd = q + r * key_dim + (int64_t)hk * dk, *kd = k + r * key_dim + (int64_t)hk * dk;
-  for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-    float a = qs[i] * inv_s[0];
-    qd[i] = a * qscale; /* l2norm, then the separate scaling, as layer_gdn.c */
-    kd[i] = ks[i] * inv_s[1];
-  }
+  gdn_l2_head(qs, qs + key_dim, q + r * key_dim + (int64_t)hk * dk,
+              k + r * key_dim + (int64_t)hk * dk, dk, qscale);
 }
 
 __global__ void gdn_gates_kernel(const float *ba /* [R][ldba] */, int64_t ldba, int64_t b_off,
@@ -113,10 +91,8 @@ __global__ void gdn_gates_kernel(const float *ba /* [R][ldba] */, int64_t ldba, 
   if (i >= (int64_t)R * Hv) return;
   const int64_t r = i / Hv;
   const int h = (int)(i % Hv);
-  const float a = ba[r * ldba + a_off + h], b = ba[r * ldba + b_off + h];
-  float gg = -expf(A_log[h]) * softplus(a + dt_bias[h]);
-  alpha[i] = expf(gg);
-  beta[i] = sigmoid(b);
+  gdn_gates_of(ba[r * ldba + a_off + h], ba[r * ldba + b_off + h], A_log[h], dt_bias[h],
+               &alpha[i], &beta[i]);
 }
 
 __global__ void copy_rows_kernel(const float *src, int64_t lds, float *dst, int64_t ldd,
@@ -137,10 +113,8 @@ __global__ void mamba2_prep_kernel(const float *zx, int64_t in_rows, int64_t dt_
   if (i >= (int64_t)R * Hm) return;
   const int64_t r = i / Hm;
   const int h = (int)(i % Hm);
-  float delta =
-      rssm_dt_limit_at(softplus(zx[r * in_rows + dt_off + h] + dt_bias[h]), pos[r], dt_lo, dt_hi);
-  float A = -expf(A_log[h]);
-  alpha[i] = expf(delta * A);
+  const float delta = mamba2_delta(zx[r * in_rows + dt_off + h], dt_bias[h], pos[r], dt_lo, dt_hi);
+  alpha[i] = mamba2_alpha(delta, A_log[h]);
   const int64_t d_inner = (int64_t)Hm * P;
   for (int p = 0; p < P; p++) v[r * d_inner + (int64_t)h * P + p] = delta * cv[r * conv_dim + (int64_t)h * P + p];
 }
@@ -153,8 +127,8 @@ __global__ void mamba2_gate_kernel(const float *o, const float *cv, int64_t conv
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d_inner;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int h = (int)(i / P);
-    float ot = o[r * d_inner + i] + D[h] * cv[r * conv_dim + i];
-    t[r * d_inner + i] = ot * silu(zx[r * in_rows + i]);
+    t[r * d_inner + i] = mamba2_gate_of(o[r * d_inner + i], D[h], cv[r * conv_dim + i],
+                                        zx[r * in_rows + i]);
   }
 }
 

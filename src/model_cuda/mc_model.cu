@@ -887,13 +887,20 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                   dv = (int)c->gdn_dv;
         const int64_t conv_dim = conv_channels(c, BK_GDN), vd = (int64_t)Hv * dv;
         const int64_t kd = (int64_t)Hk * dk;
-        rc = rc || (spec ? mc_conv_spec(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr,
-                                        b->a_d, b->cv, b->R, T, conv_dim, (int)c->gdn_kernel, s)
-                         : mc_conv_step(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr,
-                                        b->cv, R, conv_dim, (int)c->gdn_kernel, s));
-        rc = rc || mc_gdn_prep(b->cv, b->proj, w->in_rows, conv_dim + vd, conv_dim + vd + Hv,
-                               w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
-                               b->e_beta, R, Hk, Hv, dk, dv, s);
+        /* a decode step: the conv and the prep in one launch (mc_fused.h); a spec round: the
+           drafts' conv (mc_conv_spec), then the prep */
+        if (spec)
+          rc = rc ||
+               mc_conv_spec(b->conv_win[i], b->proj, w->in_rows, w->conv_w, nullptr, b->a_d,
+                            b->cv, b->R, T, conv_dim, (int)c->gdn_kernel, s) ||
+               mc_gdn_prep(b->cv, b->proj, w->in_rows, conv_dim + vd, conv_dim + vd + Hv,
+                           w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha, b->e_beta,
+                           R, Hk, Hv, dk, dv, s);
+        else
+          rc = rc || mc_gdn_conv_prep(b->conv_win[i], b->proj, w->in_rows, conv_dim + vd,
+                                      conv_dim + vd + Hv, w->conv_w, b->cv, (int)c->gdn_kernel,
+                                      w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
+                                      b->e_beta, R, Hk, Hv, dk, dv, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
@@ -915,14 +922,19 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                   N = (int)c->m_state;
         const int64_t di = (int64_t)Hm * P, conv_dim = conv_channels(c, BK_MAMBA2),
                       gn = (int64_t)G * N;
-        rc = rc || (spec ? mc_conv_spec(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w,
-                                        w->conv_b, b->a_d, b->cv, b->R, T, conv_dim,
-                                        (int)c->m_kernel, s)
-                         : mc_conv_step(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w,
-                                        w->conv_b, b->cv, R, conv_dim, (int)c->m_kernel, s));
-        rc = rc || mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
-                                  w->dt_bias, (float)c->dt_limit_lo, (float)c->dt_limit_hi,
-                                  b->pos_d, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
+        const float dt_lo = (float)c->dt_limit_lo, dt_hi = (float)c->dt_limit_hi;
+        if (spec) /* as GDN's: the drafts' conv, then the prep; a decode step: one launch */
+          rc = rc ||
+               mc_conv_spec(b->conv_win[i], b->proj + di, w->in_rows, w->conv_w, w->conv_b,
+                            b->a_d, b->cv, b->R, T, conv_dim, (int)c->m_kernel, s) ||
+               mc_mamba2_prep(b->proj, w->in_rows, di + conv_dim, b->cv, conv_dim, w->A_log,
+                              w->dt_bias, dt_lo, dt_hi, b->pos_d, b->e_alpha, b->e_v, b->e_k,
+                              b->e_q, R, Hm, P, G, N, s);
+        else
+          rc = rc || mc_mamba2_conv_prep(b->conv_win[i], b->proj, w->in_rows, w->conv_w,
+                                         w->conv_b, b->cv, conv_dim, (int)c->m_kernel, w->A_log,
+                                         w->dt_bias, dt_lo, dt_hi, b->pos_d, b->e_alpha, b->e_v,
+                                         b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
         rc = rc || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
@@ -933,11 +945,10 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         }
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
-        rc = rc || mc_mamba2_gate(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act, R,
-                                  Hm, P, s);
         out_ready = bf16 && w->w_out;
-        rc = rc || mc_rmsnorm_gate(b->act, b->act, out_ready ? (void *)b->xb : nullptr, nullptr, 0,
-                                   R, b->Rpad, G, (int)(di / G), di, w->vnorm, 1, eps, s);
+        rc = rc || mc_mamba2_gate_norm(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act,
+                                       out_ready ? (void *)b->xb : nullptr, R, b->Rpad, Hm, P, G,
+                                       w->vnorm, eps, s);
         break;
       }
       case BK_QATTN:

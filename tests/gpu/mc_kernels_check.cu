@@ -3,7 +3,8 @@
  * never zero). Tolerances, from the arithmetic (docs/gpu-runtime.md):
  *  - exact (bit-identical): RMSNorm, embedding, the conv window shift, GDN L2 norms, RoPE and
  *    the q/k norms, copies, relu^2, the fused residual add + RMSNorm and the fused kernels' bf16
- *    GEMM inputs (mc_fused.h): the same IEEE operations in the same order,
+ *    GEMM inputs (mc_fused.h), and the fused SSM-block glue (conv + prep, Mamba-2's gate + group
+ *    norm) against the unfused kernels: the same IEEE operations in the same order,
  *    --fmad=false on the device, ISO C11 (no contraction) on the host;
  *  - one transcendental (SiLU, sigmoid): CUDA expf is within 2 ulp and glibc's within 1, and
  *    x / (1 + e) adds at most 1.5 ulp, so <= 8 ulp = 1e-6 relative;
@@ -508,6 +509,122 @@ static void check_fused() {
   cudaFree(dgu), cudaFree(dup), cudaFree(da), cudaFree(da2), cudaFree(dab);
 }
 
+/* The fused SSM-block glue (mc_fused.h: conv + prep of Mamba-2 and GDN, Mamba-2's gate + group
+ * norm) against the unfused kernels on the same inputs, bit for bit: every output, the conv
+ * windows after each of three steps (the shift feeds the next step's sum), the bf16 copy and its
+ * padding rows (buffers start as 0xff bytes, so an unwritten element fails). The unfused kernels
+ * are checked against the CPU above, so the fused ones inherit those tolerances. Shapes: the
+ * fixtures' kinds at small sizes, a 4B-like GDN head (dk = dv = 128: the key-head blocks loop,
+ * the value channels span several blocks) and padded bf16 rows (R = 3 of Rpad = 5). */
+static void exact_u16(const char *name, const std::vector<uint16_t> &g,
+                      const std::vector<uint16_t> &r) {
+  size_t bad = 0;
+  for (size_t i = 0; i < r.size(); i++) bad += g[i] != r[i];
+  report(name, bad == 0, "%.0f differing of %.0f (bit-exact, padding rows included)",
+         (double)bad, (double)r.size());
+}
+
+static void check_fused_mamba2() {
+  const int R = 3, Rpad = 5, Hm = 6, P = 8, G = 2, N = 24, K = 4;
+  const int64_t di = (int64_t)Hm * P, gn = (int64_t)G * N, conv_dim = di + 2 * gn;
+  const int64_t in_rows = di + conv_dim + Hm;
+  auto win = rnd((size_t)(R * (K - 1) * conv_dim), 60, 2.0f);
+  auto cw = rnd((size_t)(conv_dim * K), 61, 0.7f), cb = rnd((size_t)conv_dim, 62, 0.3f);
+  auto A = rnd(Hm, 63, 1.2f), dtb = rnd(Hm, 64, 1.0f), D = rnd(Hm, 65, 1.0f);
+  auto nw = rnd((size_t)di, 66, 1.0f);
+  const std::vector<int> pos = {0, 4, 0}; /* clamped (prompt) and free (decode) rows */
+  float *dwa = dev(win), *dwb = dev(win), *dcw = dev(cw), *dcb = dev(cb), *dA = dev(A);
+  float *ddt = dev(dtb), *dD = dev(D), *dnw = dev(nw);
+  int *dpos = dev(pos);
+  std::vector<float> cv((size_t)(R * conv_dim)), al((size_t)(R * Hm)), v((size_t)(R * di)),
+      bc((size_t)(R * gn)), t((size_t)(R * di));
+  float *cva = dev(cv), *cvb = dev(cv), *ala = dev(al), *alb = dev(al), *va = dev(v), *vb = dev(v);
+  float *Ba = dev(bc), *Bb = dev(bc), *Ca = dev(bc), *Cb = dev(bc), *ta = dev(t), *tb_ = dev(t);
+  const size_t nb = (size_t)Rpad * (size_t)di;
+  uint16_t *ba = nullptr, *bb = nullptr;
+  CUDA_OK(cudaMalloc(&ba, nb * sizeof(uint16_t)));
+  CUDA_OK(cudaMalloc(&bb, nb * sizeof(uint16_t)));
+  for (int step = 0; step < 3; step++) {
+    auto zx = rnd((size_t)(R * in_rows), 67 + step, 2.0f), o = rnd((size_t)(R * di), 70 + step, 1.0f);
+    float *dzx = dev(zx), *dO = dev(o);
+    if (mc_conv_step(dwa, dzx + di, in_rows, dcw, dcb, cva, R, conv_dim, K, 0) != 0 ||
+        mc_mamba2_prep(dzx, in_rows, di + conv_dim, cva, conv_dim, dA, ddt, 0.3f, 2.5f, dpos, ala,
+                       va, Ba, Ca, R, Hm, P, G, N, 0) != 0 ||
+        mc_mamba2_conv_prep(dwb, dzx, in_rows, dcw, dcb, cvb, conv_dim, K, dA, ddt, 0.3f, 2.5f,
+                            dpos, alb, vb, Bb, Cb, R, Hm, P, G, N, 0) != 0)
+      g_fail++;
+    char nm[80];
+#define SAME(what, a, b, n)                                      \
+  snprintf(nm, sizeof nm, "mamba2 fused step %d: %s", step, what); \
+  exact(nm, host(b, n), host(a, n))
+    SAME("window", dwa, dwb, win.size());
+    SAME("cv", cva, cvb, cv.size());
+    SAME("alpha", ala, alb, al.size());
+    SAME("v = delta x", va, vb, v.size());
+    SAME("B", Ba, Bb, bc.size());
+    SAME("C", Ca, Cb, bc.size());
+    /* gate + norm, with the bf16 copy (step 0, 2) and without (step 1) */
+    const int with_b = step != 1;
+    CUDA_OK(cudaMemset(ba, 0xff, nb * sizeof(uint16_t)));
+    CUDA_OK(cudaMemset(bb, 0xff, nb * sizeof(uint16_t)));
+    if (mc_mamba2_gate(dO, cva, conv_dim, dzx, in_rows, dD, ta, R, Hm, P, 0) != 0 ||
+        mc_rmsnorm_gate(ta, ta, with_b ? ba : nullptr, nullptr, 0, R, Rpad, G, (int)(di / G), di,
+                        dnw, 1, 1e-5f, 0) != 0 ||
+        mc_mamba2_gate_norm(dO, cva, conv_dim, dzx, in_rows, dD, tb_, with_b ? bb : nullptr, R,
+                            Rpad, Hm, P, G, dnw, 1e-5f, 0) != 0)
+      g_fail++;
+    SAME("gate + group norm", ta, tb_, t.size());
+#undef SAME
+    snprintf(nm, sizeof nm, "mamba2 fused step %d: %s", step, with_b ? "bf16 copy" : "no bf16 (0xff)");
+    exact_u16(nm, host(bb, nb), host(ba, nb));
+    cudaFree(dzx), cudaFree(dO);
+  }
+  cudaFree(dwa), cudaFree(dwb), cudaFree(dcw), cudaFree(dcb), cudaFree(dA), cudaFree(ddt);
+  cudaFree(dD), cudaFree(dnw), cudaFree(dpos), cudaFree(cva), cudaFree(cvb), cudaFree(ala);
+  cudaFree(alb), cudaFree(va), cudaFree(vb), cudaFree(Ba), cudaFree(Bb), cudaFree(Ca);
+  cudaFree(Cb), cudaFree(ta), cudaFree(tb_), cudaFree(ba), cudaFree(bb);
+}
+
+static void check_fused_gdn(int R, int Hk, int Hv, int dk, int dv, const char *name) {
+  const int K = 4;
+  const int64_t key_dim = (int64_t)Hk * dk, vd = (int64_t)Hv * dv, conv_dim = 2 * key_dim + vd;
+  const int64_t b_off = conv_dim + vd, a_off = b_off + Hv, in_rows = a_off + Hv + 3;
+  auto win = rnd((size_t)(R * (K - 1) * conv_dim), 80, 2.0f);
+  auto cw = rnd((size_t)(conv_dim * K), 81, 0.7f);
+  auto A = rnd(Hv, 82, 1.2f), dtb = rnd(Hv, 83, 1.0f);
+  float *dwa = dev(win), *dwb = dev(win), *dcw = dev(cw), *dA = dev(A), *ddt = dev(dtb);
+  std::vector<float> cv((size_t)R * conv_dim), qk((size_t)R * key_dim), v((size_t)R * vd),
+      g((size_t)(R * Hv));
+  float *cva = dev(cv), *cvb = dev(cv), *qa = dev(qk), *qb = dev(qk), *ka = dev(qk), *kb = dev(qk);
+  float *va = dev(v), *vb = dev(v), *ala = dev(g), *alb = dev(g), *bea = dev(g), *beb = dev(g);
+  for (int step = 0; step < 3; step++) {
+    auto proj = rnd((size_t)R * in_rows, 84 + step, 2.0f);
+    float *dp = dev(proj);
+    if (mc_conv_step(dwa, dp, in_rows, dcw, nullptr, cva, R, conv_dim, K, 0) != 0 ||
+        mc_gdn_prep(cva, dp, in_rows, b_off, a_off, dA, ddt, qa, ka, va, ala, bea, R, Hk, Hv, dk,
+                    dv, 0) != 0 ||
+        mc_gdn_conv_prep(dwb, dp, in_rows, b_off, a_off, dcw, cvb, K, dA, ddt, qb, kb, vb, alb,
+                         beb, R, Hk, Hv, dk, dv, 0) != 0)
+      g_fail++;
+    char nm[96];
+#define SAME(what, a, b, n)                                        \
+  snprintf(nm, sizeof nm, "gdn fused %s step %d: %s", name, step, what); \
+  exact(nm, host(b, n), host(a, n))
+    SAME("window", dwa, dwb, win.size());
+    SAME("cv", cva, cvb, cv.size());
+    SAME("q (l2, dk^-1/2)", qa, qb, qk.size());
+    SAME("k (l2)", ka, kb, qk.size());
+    SAME("v", va, vb, v.size());
+    SAME("alpha", ala, alb, g.size());
+    SAME("beta", bea, beb, g.size());
+#undef SAME
+    cudaFree(dp);
+  }
+  cudaFree(dwa), cudaFree(dwb), cudaFree(dcw), cudaFree(dA), cudaFree(ddt), cudaFree(cva);
+  cudaFree(cvb), cudaFree(qa), cudaFree(qb), cudaFree(ka), cudaFree(kb), cudaFree(va);
+  cudaFree(vb), cudaFree(ala), cudaFree(alb), cudaFree(bea), cudaFree(beb);
+}
+
 int main(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
@@ -520,6 +637,9 @@ int main(void) {
   check_conv();
   check_gdn();
   check_mamba2();
+  check_fused_mamba2();
+  check_fused_gdn(4, 4, 12, 24, 16, "R=4 Hk=4 Hv=12 dk=24 dv=16");
+  check_fused_gdn(2, 2, 4, 128, 128, "R=2 4B head 128 x 128");
   check_attention(1, 4, 2, 32, 600, {0, 1, 255, 256, 257, 599}, "qwen fixture shape");
   check_attention(0, 4, 2, 16, 300, {0, 5, 299}, "nemotron fixture shape");
   check_attention(1, 16, 4, 256, 4096, {4095, 1000}, "qwen3.5-4b heads");
