@@ -867,8 +867,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const int bf16 = g->prec == MC_GEMM_BF16;
   /* Each block's residual add h += y is done by the next block's norm (or the final norm) in
    * the same launch (mc_add_rmsnorm), and a bf16 model's GEMM inputs are written by the kernel
-   * that makes them: the same bits as mc_add, mc_rmsnorm and gemm's conversion, fewer launches
-   * (docs/gpu-runtime.md, "Fused glue"). */
+   * that makes them: the same bits as mc_add, mc_rmsnorm and gemm's conversion, fewer launches;
+   * likewise an SSM block's conv and prep, and Mamba-2's gate and group norm, are one launch each
+   * on a decode step (docs/gpu-runtime.md, "Fused glue"). */
   const float *pending_y = nullptr; /* [R][H]: the previous block's output, not yet added to h */
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
