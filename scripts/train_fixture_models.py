@@ -1168,8 +1168,9 @@ def train(name, args):
                     + ("" if ho is None else f"  held-out {ho:.4f} bpb"))
                 if stop_below_reached(ho, args.stop_below):
                     # session 27: in the Mamba-2 m2ml1s2 runs, held-out bits per byte fall below
-                    # 2.1 in one stretch of a few hundred steps, and the shared checkpoint's
-                    # growth falls after it; stopping there keeps the weights of that stretch
+                    # 2.1 in one stretch of a few hundred steps; stopping there keeps the first
+                    # weights under the bar (session 28: that did not keep the shared
+                    # checkpoint's growth, which varies by seed; docs/trained-models.md)
                     stopped_below = {"step": step, "heldout_bpb": round(ho, 5),
                                      "threshold": args.stop_below}
                     log(f"stopped at step {step} of --train-steps {args.train_steps}: held-out "

@@ -524,6 +524,15 @@ static void exact_u16(const char *name, const std::vector<uint16_t> &g,
          (double)bad, (double)r.size());
 }
 
+/* The unfused kernel's device output a[n] against the fused one's b[n], bit for bit, reported as
+ * "<who> step <step>: <what>". */
+static void same_dev(const char *who, int step, const char *what, const float *a, const float *b,
+                     size_t n) {
+  char nm[128];
+  snprintf(nm, sizeof nm, "%s step %d: %s", who, step, what);
+  exact(nm, host(b, n), host(a, n));
+}
+
 static void check_fused_mamba2() {
   const int R = 3, Rpad = 5, Hm = 6, P = 8, G = 2, N = 24, K = 4;
   const int64_t di = (int64_t)Hm * P, gn = (int64_t)G * N, conv_dim = di + 2 * gn;
@@ -553,16 +562,12 @@ static void check_fused_mamba2() {
         mc_mamba2_conv_prep(dwb, dzx, in_rows, dcw, dcb, cvb, conv_dim, K, dA, ddt, 0.3f, 2.5f,
                             dpos, alb, vb, Bb, Cb, R, Hm, P, G, N, 0) != 0)
       g_fail++;
-    char nm[80];
-#define SAME(what, a, b, n)                                      \
-  snprintf(nm, sizeof nm, "mamba2 fused step %d: %s", step, what); \
-  exact(nm, host(b, n), host(a, n))
-    SAME("window", dwa, dwb, win.size());
-    SAME("cv", cva, cvb, cv.size());
-    SAME("alpha", ala, alb, al.size());
-    SAME("v = delta x", va, vb, v.size());
-    SAME("B", Ba, Bb, bc.size());
-    SAME("C", Ca, Cb, bc.size());
+    same_dev("mamba2 fused", step, "window", dwa, dwb, win.size());
+    same_dev("mamba2 fused", step, "cv", cva, cvb, cv.size());
+    same_dev("mamba2 fused", step, "alpha", ala, alb, al.size());
+    same_dev("mamba2 fused", step, "v = delta x", va, vb, v.size());
+    same_dev("mamba2 fused", step, "B", Ba, Bb, bc.size());
+    same_dev("mamba2 fused", step, "C", Ca, Cb, bc.size());
     /* gate + norm, with the bf16 copy (step 0, 2) and without (step 1) */
     const int with_b = step != 1;
     CUDA_OK(cudaMemset(ba, 0xff, nb * sizeof(uint16_t)));
@@ -573,8 +578,8 @@ static void check_fused_mamba2() {
         mc_mamba2_gate_norm(dO, cva, conv_dim, dzx, in_rows, dD, tb_, with_b ? bb : nullptr, R,
                             Rpad, Hm, P, G, dnw, 1e-5f, 0) != 0)
       g_fail++;
-    SAME("gate + group norm", ta, tb_, t.size());
-#undef SAME
+    same_dev("mamba2 fused", step, "gate + group norm", ta, tb_, t.size());
+    char nm[80];
     snprintf(nm, sizeof nm, "mamba2 fused step %d: %s", step, with_b ? "bf16 copy" : "no bf16 (0xff)");
     exact_u16(nm, host(bb, nb), host(ba, nb));
     cudaFree(dzx), cudaFree(dO);
@@ -597,6 +602,8 @@ static void check_fused_gdn(int R, int Hk, int Hv, int dk, int dv, const char *n
       g((size_t)(R * Hv));
   float *cva = dev(cv), *cvb = dev(cv), *qa = dev(qk), *qb = dev(qk), *ka = dev(qk), *kb = dev(qk);
   float *va = dev(v), *vb = dev(v), *ala = dev(g), *alb = dev(g), *bea = dev(g), *beb = dev(g);
+  char who[96];
+  snprintf(who, sizeof who, "gdn fused %s", name);
   for (int step = 0; step < 3; step++) {
     auto proj = rnd((size_t)R * in_rows, 84 + step, 2.0f);
     float *dp = dev(proj);
@@ -606,18 +613,13 @@ static void check_fused_gdn(int R, int Hk, int Hv, int dk, int dv, const char *n
         mc_gdn_conv_prep(dwb, dp, in_rows, b_off, a_off, dcw, cvb, K, dA, ddt, qb, kb, vb, alb,
                          beb, R, Hk, Hv, dk, dv, 0) != 0)
       g_fail++;
-    char nm[96];
-#define SAME(what, a, b, n)                                        \
-  snprintf(nm, sizeof nm, "gdn fused %s step %d: %s", name, step, what); \
-  exact(nm, host(b, n), host(a, n))
-    SAME("window", dwa, dwb, win.size());
-    SAME("cv", cva, cvb, cv.size());
-    SAME("q (l2, dk^-1/2)", qa, qb, qk.size());
-    SAME("k (l2)", ka, kb, qk.size());
-    SAME("v", va, vb, v.size());
-    SAME("alpha", ala, alb, g.size());
-    SAME("beta", bea, beb, g.size());
-#undef SAME
+    same_dev(who, step, "window", dwa, dwb, win.size());
+    same_dev(who, step, "cv", cva, cvb, cv.size());
+    same_dev(who, step, "q (l2, dk^-1/2)", qa, qb, qk.size());
+    same_dev(who, step, "k (l2)", ka, kb, qk.size());
+    same_dev(who, step, "v", va, vb, v.size());
+    same_dev(who, step, "alpha", ala, alb, g.size());
+    same_dev(who, step, "beta", bea, beb, g.size());
     cudaFree(dp);
   }
   cudaFree(dwa), cudaFree(dwb), cudaFree(dcw), cudaFree(dA), cudaFree(ddt), cudaFree(cva);
