@@ -17,6 +17,7 @@ __global__ void lab_combine_kernel(const float *part_ml /* [R][nH][nsplit][2] */
                                    const int *pos /* [R] */, const float *gate_src /* [R][ldgate] */,
                                    int64_t ldgate, float *o /* [R][nH][D] */, int nH, int D,
                                    int nsplit) {
+  pdl_enter();
   const int h = blockIdx.x, r = blockIdx.y;
   const int used = attn_lab::splits_used(pos[r], nsplit);
   const float *ml = part_ml + ((int64_t)r * nH + h) * nsplit * 2;   /* [nsplit][2] */
@@ -81,7 +82,6 @@ extern "C" int attn_lab_decode_parts(int variant, const float *q, const float *k
   else if (variant == ATTN_LAB_CPASYNC) rc = attn_lab_launch_cpasync(a, D, rep, R, s);
   else return -2;
   if (rc != 0) return rc;
-  lab_combine_kernel<<<dim3((unsigned)nH, (unsigned)R), D < 256 ? D : 256, 0, s>>>(
-      a.part_ml, a.part_acc, pos, gate_src, ldgate, o, nH, D, nsplit);
+  pdl_launch(lab_combine_kernel, dim3((unsigned)nH, (unsigned)R), D < 256 ? D : 256, 0, s, a.part_ml, a.part_acc, pos, gate_src, ldgate, o, nH, D, nsplit);
   return mc::launch_ok();
 }

@@ -22,6 +22,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "src/ssm_cuda/cuda_pdl.cuh"
+
 namespace attn_lab {
 
 constexpr int WARPS = 8;      /* warps per block of variants 2-4 */

@@ -17,6 +17,7 @@ namespace {
 template <int D, int REP, int NPOS>
 __global__ void __launch_bounds__(WARPS * 32)
 stream_kernel(Args a) {
+  pdl_enter();
   using G = Geo<D>;
   __shared__ FinishSmem<D, REP> S;
   Place pl;
@@ -56,8 +57,7 @@ stream_kernel(Args a) {
 }
 
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
-  stream_kernel<D, REP, NPOS>
-      <<<dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R), WARPS * 32, 0, s>>>(a);
+  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R), WARPS * 32, 0, s, a);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "src/model/dt_clamp.h"
+#include "src/ssm_cuda/cuda_pdl.cuh"
 
 namespace mc {
 

@@ -18,6 +18,7 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
                                    float *u /* [R][H] */, __nv_bfloat16 *ub /* [Rpad][H] */,
                                    int R, int64_t H, const float *w /* [H] */, int plus_one,
                                    float eps) {
+  pdl_enter();
   const int r = blockIdx.x;
   __nv_bfloat16 *ubr = ub ? ub + (int64_t)r * H : nullptr; /* [H] */
   if (r >= R) {
@@ -40,6 +41,7 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
                                     const float *z /* [R][ldz] or NULL */, int64_t ldz, int R,
                                     int gs, int64_t ld, const float *w, int w_per_group,
                                     float eps) {
+  pdl_enter();
   const int g = blockIdx.x, r = blockIdx.y;
   __nv_bfloat16 *ybg = yb ? yb + r * ld + (int64_t)g * gs : nullptr; /* [gs] */
   if (r >= R) {
@@ -58,6 +60,7 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
 template <int SWIGLU>
 __global__ void act_bf16_kernel(const float *in /* [R][2 I] or [R][I] */, float *act /* [R][I] */,
                                 __nv_bfloat16 *actb /* [Rpad][I] */, int R, int64_t I) {
+  pdl_enter();
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -86,6 +89,7 @@ __global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
                                         float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
                                         float *Bm /* [R][G N] */, float *Cm /* [R][G N] */,
                                         int Hm, int P, int64_t gn) {
+  pdl_enter();
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int r = blockIdx.y;
   if (c >= C) return;
@@ -120,6 +124,7 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
                                      float *alpha /* [R][Hv] */, float *beta /* [R][Hv] */,
                                      int Hk, int Hv, int dk, int64_t value_dim, int nvb,
                                      float qscale) {
+  pdl_enter();
   const int part = blockIdx.x, r = blockIdx.y;
   const int64_t key_dim = (int64_t)Hk * dk;
   float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
@@ -157,6 +162,7 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
                                         __nv_bfloat16 *tb /* [Rpad][di] or NULL */, int R, int P,
                                         int gs, int64_t di, const float *w /* [G][gs] */,
                                         float eps) {
+  pdl_enter();
   const int g = blockIdx.x, r = blockIdx.y;
   const int64_t g0 = (int64_t)g * gs;
   __nv_bfloat16 *tbg = tb ? tb + r * di + g0 : nullptr; /* [gs] */
@@ -179,8 +185,7 @@ template <int SWIGLU>
 int launch_act_bf16(const float *in, float *act, void *actb, int R, int Rpad, int64_t I,
                     void *stream) {
   if (R < 1) return 0;
-  act_bf16_kernel<SWIGLU><<<dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0,
-                            as_stream(stream)>>>(in, act, (__nv_bfloat16 *)actb, R, I);
+  pdl_launch(act_bf16_kernel<SWIGLU>, dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0, as_stream(stream), in, act, (__nv_bfloat16 *)actb, R, I);
   return launch_ok();
 }
 
@@ -192,8 +197,7 @@ int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad
                    const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  add_rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, as_stream(stream)>>>(
-      h, y, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps);
+  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, 0, as_stream(stream), h, y, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps);
   return launch_ok();
 }
 
@@ -202,9 +206,7 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
                     float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
-  rmsnorm_gate_kernel<<<dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS, 0,
-                        as_stream(stream)>>>(x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w,
-                                             w_per_group, eps);
+  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS, 0, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w, w_per_group, eps);
   return launch_ok();
 }
 
@@ -226,10 +228,7 @@ int mc_mamba2_conv_prep(float *win, const float *zx, int64_t in_rows, const floa
   if (R < 1) return 0;
   const int64_t gn = (int64_t)G * N;
   if (K < 1 || conv_dim != (int64_t)Hm * P + 2 * gn) return -1;
-  mamba2_conv_prep_kernel<<<dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R), EW_THREADS, 0,
-                            as_stream(stream)>>>(win, zx, in_rows, conv_w, conv_b, cv, conv_dim,
-                                                 K, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v,
-                                                 Bm, Cm, Hm, P, gn);
+  pdl_launch(mamba2_conv_prep_kernel, dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, zx, in_rows, conv_w, conv_b, cv, conv_dim, K, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, Bm, Cm, Hm, P, gn);
   return launch_ok();
 }
 
@@ -243,10 +242,7 @@ int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_o
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const int nvb = (int)blocks_for(value_dim, NORM_THREADS);
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as mc_gdn_prep, layer_gdn.c */
-  gdn_conv_prep_kernel<<<dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
-                         as_stream(stream)>>>(win, proj, in_rows, b_off, a_off, conv_w, cv,
-                                              conv_dim, K, A_log, dt_bias, q, k, v, alpha, beta,
-                                              Hk, Hv, dk, value_dim, nvb, qscale);
+  pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0, as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log, dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale);
   return launch_ok();
 }
 
@@ -257,10 +253,7 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   const int64_t di = (int64_t)Hm * P;
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
-  mamba2_gate_norm_kernel<<<dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0,
-                            as_stream(stream)>>>(o, cv, conv_dim, zx, in_rows, D, t,
-                                                 (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w,
-                                                 eps);
+  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps);
   return launch_ok();
 }
 

@@ -17,6 +17,7 @@ constexpr int EW_THREADS = 256;
 __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */, int gs,
                                int64_t ld, const float *w, int w_per_group, int plus_one,
                                float eps) {
+  pdl_enter();
   const int g = blockIdx.x, r = blockIdx.y;
   const float *xg = x + r * ld + (int64_t)g * gs; /* [gs] */
   float *yg = y + r * ld + (int64_t)g * gs;       /* [gs] */
@@ -26,6 +27,7 @@ __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld]
 
 __global__ void embed_kernel(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
                              float *h /* [R][H] */, int64_t H) {
+  pdl_enter();
   const int r = blockIdx.y;
   const float *src = embed + tok[r] * H; /* [H] */
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < H;
@@ -38,6 +40,7 @@ __global__ void conv_step_kernel(float *win /* [R][K-1][C] */, const float *x /*
                                  int64_t ldx, const float *w /* [C][K] */,
                                  const float *bias /* [C] or NULL */, float *out /* [R][C] */,
                                  int64_t C, int K) {
+  pdl_enter();
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int r = blockIdx.y;
   if (c >= C) return;
@@ -54,6 +57,7 @@ __global__ void conv_spec_kernel(float *win /* [R][K-1][C] */, const float *x /*
                                  int64_t ldx, const float *w /* [C][K] */,
                                  const float *bias /* [C] or NULL */, const int *a /* [R] */,
                                  float *out /* [R*T][C] */, int T, int64_t C, int K) {
+  pdl_enter();
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int r = blockIdx.y;
   if (c >= C) return;
@@ -76,6 +80,7 @@ __global__ void conv_spec_kernel(float *win /* [R][K-1][C] */, const float *x /*
 __global__ void gdn_l2_kernel(const float *cv /* [R][conv_dim] */, float *q /* [R][Hk][dk] */,
                               float *k /* [R][Hk][dk] */, int Hk, int dk, int64_t conv_dim,
                               float qscale) {
+  pdl_enter();
   const int hk = blockIdx.x, r = blockIdx.y;
   const int64_t key_dim = (int64_t)Hk * dk;
   const float *qs = cv + r * conv_dim + (int64_t)hk * dk; /* [dk] */
@@ -87,6 +92,7 @@ __global__ void gdn_gates_kernel(const float *ba /* [R][ldba] */, int64_t ldba, 
                                  int64_t a_off, const float *A_log /* [Hv] */,
                                  const float *dt_bias /* [Hv] */, float *alpha /* [R][Hv] */,
                                  float *beta /* [R][Hv] */, int R, int Hv) {
+  pdl_enter();
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= (int64_t)R * Hv) return;
   const int64_t r = i / Hv;
@@ -97,6 +103,7 @@ __global__ void gdn_gates_kernel(const float *ba /* [R][ldba] */, int64_t ldba, 
 
 __global__ void copy_rows_kernel(const float *src, int64_t lds, float *dst, int64_t ldd,
                                  int64_t n) {
+  pdl_enter();
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
@@ -109,6 +116,7 @@ __global__ void mamba2_prep_kernel(const float *zx, int64_t in_rows, int64_t dt_
                                    const float *dt_bias, float dt_lo, float dt_hi,
                                    const int *pos /* [R] */, float *alpha /* [R][Hm] */,
                                    float *v /* [R][Hm][P] */, int R, int Hm, int P) {
+  pdl_enter();
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= (int64_t)R * Hm) return;
   const int64_t r = i / Hm;
@@ -122,6 +130,7 @@ __global__ void mamba2_prep_kernel(const float *zx, int64_t in_rows, int64_t dt_
 __global__ void mamba2_gate_kernel(const float *o, const float *cv, int64_t conv_dim,
                                    const float *zx, int64_t in_rows, const float *D, float *t,
                                    int Hm, int P) {
+  pdl_enter();
   const int r = blockIdx.y;
   const int64_t d_inner = (int64_t)Hm * P;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d_inner;
@@ -140,6 +149,7 @@ __global__ void qk_prepare_kernel(const float *qkv, int64_t ldqkv, int gated, co
                                   const float *rope_sin, int rd, float eps, const int *pos,
                                   float *q, float *kcache, float *vcache, int64_t max_ctx, int nH,
                                   int nKV, int D, int tpr) {
+  pdl_enter();
   __shared__ float xs[QK_MAX_D];
   __shared__ float part[8];
   __shared__ float inv_s;
@@ -189,6 +199,7 @@ __global__ void qk_prepare_kernel(const float *qkv, int64_t ldqkv, int gated, co
 }
 
 __global__ void swiglu_kernel(const float *gu, float *act, int64_t I) {
+  pdl_enter();
   const int r = blockIdx.y;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < I;
        i += (int64_t)gridDim.x * blockDim.x)
@@ -196,6 +207,7 @@ __global__ void swiglu_kernel(const float *gu, float *act, int64_t I) {
 }
 
 __global__ void relu2_kernel(const float *up, float *act, int64_t n) {
+  pdl_enter();
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     act[i] = relu2_of(up[i]);
@@ -210,31 +222,27 @@ extern "C" {
 int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld, const float *w,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
-  rmsnorm_kernel<<<dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, 0, as_stream(stream)>>>(
-      x, y, gs, ld, w, w_per_group, plus_one, eps);
+  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, 0, as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps);
   return launch_ok();
 }
 
 int mc_embed(const float *embed, const int64_t *tok, float *h, int R, int64_t H, void *stream) {
   if (R < 1) return 0;
-  embed_kernel<<<dim3(row_blocks(H), (unsigned)R), EW_THREADS, 0, as_stream(stream)>>>(embed, tok,
-                                                                                        h, H);
+  pdl_launch(embed_kernel, dim3(row_blocks(H), (unsigned)R), EW_THREADS, 0, as_stream(stream), embed, tok, h, H);
   return launch_ok();
 }
 
 int mc_conv_step(float *win, const float *x, int64_t ldx, const float *w, const float *bias,
                  float *out, int R, int64_t C, int K, void *stream) {
   if (R < 1) return 0;
-  conv_step_kernel<<<dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0,
-                     as_stream(stream)>>>(win, x, ldx, w, bias, out, C, K);
+  pdl_launch(conv_step_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, x, ldx, w, bias, out, C, K);
   return launch_ok();
 }
 
 int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,
                  void *stream) {
   if (R < 1 || n < 1) return 0;
-  copy_rows_kernel<<<dim3(row_blocks(n), (unsigned)R), EW_THREADS, 0, as_stream(stream)>>>(
-      src, lds, dst, ldd, n);
+  pdl_launch(copy_rows_kernel, dim3(row_blocks(n), (unsigned)R), EW_THREADS, 0, as_stream(stream), src, lds, dst, ldd, n);
   return launch_ok();
 }
 
@@ -246,10 +254,9 @@ int mc_gdn_prep(const float *cv, const float *ba, int64_t ldba, int64_t b_off, i
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as layer_gdn.c */
   cudaStream_t s = as_stream(stream);
-  gdn_l2_kernel<<<dim3((unsigned)Hk, (unsigned)R), 64, 0, s>>>(cv, q, k, Hk, dk, conv_dim, qscale);
+  pdl_launch(gdn_l2_kernel, dim3((unsigned)Hk, (unsigned)R), 64, 0, s, cv, q, k, Hk, dk, conv_dim, qscale);
   if (launch_ok() != 0) return -1;
-  gdn_gates_kernel<<<blocks_for((int64_t)R * Hv, EW_THREADS), EW_THREADS, 0, s>>>(
-      ba, ldba, b_off, a_off, A_log, dt_bias, alpha, beta, R, Hv);
+  pdl_launch(gdn_gates_kernel, blocks_for((int64_t)R * Hv, EW_THREADS), EW_THREADS, 0, s, ba, ldba, b_off, a_off, A_log, dt_bias, alpha, beta, R, Hv);
   if (launch_ok() != 0) return -1;
   return mc_copy_rows(cv + 2 * key_dim, conv_dim, v, value_dim, R, value_dim, stream);
 }
@@ -260,9 +267,7 @@ int mc_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float
                    int Hm, int P, int G, int N, void *stream) {
   if (R < 1) return 0;
   const int64_t d_inner = (int64_t)Hm * P, gn = (int64_t)G * N;
-  mamba2_prep_kernel<<<blocks_for((int64_t)R * Hm, EW_THREADS), EW_THREADS, 0,
-                       as_stream(stream)>>>(zx, in_rows, dt_off, cv, conv_dim, A_log, dt_bias,
-                                            dt_lo, dt_hi, pos, alpha, v, R, Hm, P);
+  pdl_launch(mamba2_prep_kernel, blocks_for((int64_t)R * Hm, EW_THREADS), EW_THREADS, 0, as_stream(stream), zx, in_rows, dt_off, cv, conv_dim, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, R, Hm, P);
   if (launch_ok() != 0) return -1;
   if (mc_copy_rows(cv + d_inner, conv_dim, Bm, gn, R, gn, stream) != 0) return -1;
   return mc_copy_rows(cv + d_inner + gn, conv_dim, Cm, gn, R, gn, stream);
@@ -272,8 +277,7 @@ int mc_mamba2_gate(const float *o, const float *cv, int64_t conv_dim, const floa
                    int64_t in_rows, const float *D, float *t, int R, int Hm, int P,
                    void *stream) {
   if (R < 1) return 0;
-  mamba2_gate_kernel<<<dim3(row_blocks((int64_t)Hm * P), (unsigned)R), EW_THREADS, 0,
-                       as_stream(stream)>>>(o, cv, conv_dim, zx, in_rows, D, t, Hm, P);
+  pdl_launch(mamba2_gate_kernel, dim3(row_blocks((int64_t)Hm * P), (unsigned)R), EW_THREADS, 0, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, Hm, P);
   return launch_ok();
 }
 
@@ -291,9 +295,7 @@ int mc_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_n
                     int64_t max_ctx, int RT, int tpr, int nH, int nKV, int D, void *stream) {
   if (RT < 1) return 0;
   if (D > QK_MAX_D || rd > D || rd % 2 != 0 || tpr < 1) return -1;
-  qk_prepare_kernel<<<dim3((unsigned)(nH + nKV), (unsigned)RT), 128, 0, as_stream(stream)>>>(
-      qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q, kcache, vcache,
-      max_ctx, nH, nKV, D, tpr);
+  pdl_launch(qk_prepare_kernel, dim3((unsigned)(nH + nKV), (unsigned)RT), 128, 0, as_stream(stream), qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q, kcache, vcache, max_ctx, nH, nKV, D, tpr);
   return launch_ok();
 }
 
@@ -301,22 +303,20 @@ int mc_conv_spec(float *win, const float *x, int64_t ldx, const float *w, const 
                  const int *a, float *out, int R, int T, int64_t C, int K, void *stream) {
   if (R < 1) return 0;
   if (T < 1 || K < 1 || K - 1 + T > MC_CONV_SPEC_MAX) return -1;
-  conv_spec_kernel<<<dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0,
-                     as_stream(stream)>>>(win, x, ldx, w, bias, a, out, T, C, K);
+  pdl_launch(conv_spec_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, x, ldx, w, bias, a, out, T, C, K);
   return launch_ok();
 }
 
 int mc_swiglu(const float *gu, float *act, int R, int64_t I, void *stream) {
   if (R < 1) return 0;
-  swiglu_kernel<<<dim3(row_blocks(I), (unsigned)R), EW_THREADS, 0, as_stream(stream)>>>(gu, act,
-                                                                                         I);
+  pdl_launch(swiglu_kernel, dim3(row_blocks(I), (unsigned)R), EW_THREADS, 0, as_stream(stream), gu, act, I);
   return launch_ok();
 }
 
 int mc_relu2(const float *up, float *act, int R, int64_t I, void *stream) {
   if (R < 1) return 0;
   const int64_t n = (int64_t)R * I;
-  relu2_kernel<<<row_blocks(n), EW_THREADS, 0, as_stream(stream)>>>(up, act, n);
+  pdl_launch(relu2_kernel, row_blocks(n), EW_THREADS, 0, as_stream(stream), up, act, n);
   return launch_ok();
 }
 

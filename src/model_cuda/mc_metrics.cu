@@ -22,6 +22,7 @@ constexpr int MET_THREADS = 256;
 
 __global__ void __launch_bounds__(STAT_THREADS)
 row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stats /* [R] */) {
+  pdl_enter();
   __shared__ float vmax[STAT_THREADS];
   __shared__ int64_t vidx[STAT_THREADS];
   __shared__ double vsum[STAT_THREADS];
@@ -114,6 +115,7 @@ __global__ void __launch_bounds__(MET_THREADS)
 row_metrics_kernel(const float *logits /* [R][V] */, const mc_row_stats *stats /* [R] */,
                    const int64_t *target /* [K] */, int K, int64_t V,
                    mc_row_metrics *out /* [R] */) {
+  pdl_enter();
   __shared__ double ksum[MET_THREADS];
   const int r = blockIdx.x, k = r % K;
   metrics_row(logits + (int64_t)r * V, stats[r], logits + (int64_t)k * V, stats[k], target[k],
@@ -125,6 +127,7 @@ spec_metrics_kernel(const float *logits /* [RT][V] */, const mc_row_stats *stats
                     const float *ref_logits /* [*][V] */, const mc_row_stats *ref_stats /* [*] */,
                     const int *ref_row /* [RT] */, const int64_t *target /* [RT] */, int64_t V,
                     mc_row_metrics *out /* [RT] */) {
+  pdl_enter();
   __shared__ double ksum[MET_THREADS];
   const int i = blockIdx.x, k = ref_row[i];
   metrics_row(logits + (int64_t)i * V, stats[i], ref_logits + (int64_t)k * V, ref_stats[k],
@@ -136,7 +139,7 @@ spec_metrics_kernel(const float *logits /* [RT][V] */, const mc_row_stats *stats
 extern "C" int mc_row_stats_launch(const float *logits, int R, int64_t V, mc_row_stats *stats,
                                    void *stream) {
   if (R < 1) return 0;
-  row_stats_kernel<<<(unsigned)R, STAT_THREADS, 0, as_stream(stream)>>>(logits, V, stats);
+  pdl_launch(row_stats_kernel, (unsigned)R, STAT_THREADS, 0, as_stream(stream), logits, V, stats);
   return launch_ok();
 }
 
@@ -144,8 +147,7 @@ extern "C" int mc_row_metrics_launch(const float *logits, const mc_row_stats *st
                                      const int64_t *target, int R, int K, int64_t V,
                                      mc_row_metrics *out, void *stream) {
   if (R < 1 || K < 1) return 0;
-  row_metrics_kernel<<<(unsigned)R, MET_THREADS, 0, as_stream(stream)>>>(logits, stats, target,
-                                                                         K, V, out);
+  pdl_launch(row_metrics_kernel, (unsigned)R, MET_THREADS, 0, as_stream(stream), logits, stats, target, K, V, out);
   return launch_ok();
 }
 
@@ -154,7 +156,6 @@ extern "C" int mc_spec_metrics_launch(const float *logits, const mc_row_stats *s
                                       const int *ref_row, const int64_t *target, int RT,
                                       int64_t V, mc_row_metrics *out, void *stream) {
   if (RT < 1) return 0;
-  spec_metrics_kernel<<<(unsigned)RT, MET_THREADS, 0, as_stream(stream)>>>(
-      logits, stats, ref_logits, ref_stats, ref_row, target, V, out);
+  pdl_launch(spec_metrics_kernel, (unsigned)RT, MET_THREADS, 0, as_stream(stream), logits, stats, ref_logits, ref_stats, ref_row, target, V, out);
   return launch_ok();
 }

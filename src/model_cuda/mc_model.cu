@@ -28,6 +28,7 @@
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
+#include "src/ssm_cuda/cuda_pdl.cuh"
 #include "src/ssm_cuda/ssm_cuda.h"
 
 using namespace mcm;
@@ -60,6 +61,7 @@ float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullpt
 /* dst[i] = bf16(src[i]), round to nearest even (NaN stays NaN, overflow goes to infinity) */
 __global__ void f32_to_bf16_kernel(const float *__restrict__ src /* [n] */,
                                    __nv_bfloat16 *__restrict__ dst /* [n] */, int64_t n) {
+  pdl_enter();
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     dst[i] = __float2bfloat16_rn(src[i]);
@@ -70,7 +72,7 @@ int f32_to_bf16(const float *src /* [n] */, __nv_bfloat16 *dst /* [n] */, int64_
   if (n <= 0) return 0;
   int64_t blocks = (n + 255) / 256;
   if (blocks > 65535 * 8) blocks = 65535 * 8;
-  f32_to_bf16_kernel<<<(unsigned)blocks, 256, 0, s>>>(src, dst, n);
+  pdl_launch(f32_to_bf16_kernel, (unsigned)blocks, 256, 0, s, src, dst, n);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 

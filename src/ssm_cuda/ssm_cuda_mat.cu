@@ -84,6 +84,7 @@ template <int M, bool ALL_F32>
 __global__ void __launch_bounds__(V2_WARPS * 32, ALL_F32 && M <= 4 ? 3 : 2)
     mat2_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int R = ALL_F32 && M <= 4 ? 6 : v2_rows(M); /* 6: 3 blocks per SM without spills */
   const int hd = blockIdx.x, b = blockIdx.y;
@@ -271,6 +272,7 @@ template <int M, int RB>
 __global__ void __launch_bounds__(256, 2)
     mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
                 float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
   if (d.flag[b] != FLAG_FLUSH) return;
@@ -399,6 +401,7 @@ __global__ void __launch_bounds__(256, 2)
  * NVFP4 first reduces the matrix amax (a max is exact in any order). Padding bytes are never
  * written: they keep the zeros of the initial blob, as the CPU's memset gives. */
 __global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed, uint32_t stream) {
+  pdl_enter();
   const int hd = blockIdx.x, b = blockIdx.y;
   if (d.flag[b] != FLAG_FLUSH) return;
   const int dv = d.dv, dk = d.dk;
@@ -447,7 +450,7 @@ __global__ void store_kernel(dev_state d, ck_view dst, int sr_on, uint64_t seed,
 
 void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1) {
-#define MAT2(M, F) mat2_kernel<M, F><<<grid, V2_WARPS * 32, smem, s>>>(d, src, op, q, o, nstore, st0, st1)
+#define MAT2(M, F) pdl_launch(mat2_kernel<M, F>, grid, V2_WARPS * 32, smem, s, d, src, op, q, o, nstore, st0, st1)
   if (M <= 4) {
     if (all_f32) MAT2(4, true);
     else MAT2(4, false);
@@ -462,16 +465,16 @@ void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cuda
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
   if (rows == 4) {
-    if (M <= 4) mat4_kernel<4, 4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-    else mat4_kernel<8, 4><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+    if (M <= 4) pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+    else pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
     return;
   }
-  if (M <= 4) mat4_kernel<4, 8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
-  else mat4_kernel<8, 8><<<grid, threads, smem, s>>>(d, src, op, q, o, nstore, st0, st1);
+  if (M <= 4) pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+  else pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
-  store_kernel<<<grid, STORE_THREADS, 0, s>>>(d, p.v, p.sr_on, p.seed, p.stream);
+  pdl_launch(store_kernel, grid, STORE_THREADS, 0, s, d, p.v, p.sr_on, p.seed, p.stream);
 }
 
 int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen) {

@@ -42,6 +42,7 @@ __device__ inline void copy_floats(float *dst /* [n] */, const float *src /* [n]
 __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or NULL */,
                             ssm_cuda_inputs in /* [B][nt][...] */, int nt,
                             const int *nd /* [B] or NULL: drafts per row (verify) */) {
+  pdl_enter();
   const int b = blockIdx.x;
   const bool writer = blockIdx.y == 0 && blockIdx.z == 0;
   __shared__ int sflag, sn;
@@ -97,6 +98,7 @@ __device__ inline void count_store(const dev_state &d, int b) {
 /* After a step: non-flush rows keep the new record (h = j); flush rows count the store and, for
  * replay, drop the folded records (base += j, h = 0); conventional keeps h = 0. */
 __global__ void step_book_kernel(dev_state d) {
+  pdl_enter();
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B) return;
   int fl = d.flag[b];
@@ -113,6 +115,7 @@ __global__ void step_book_kernel(dev_state d) {
 
 /* After a flush of the committed records (ssm_flush, or the first half of a verification). */
 __global__ void flush_book_kernel(dev_state d) {
+  pdl_enter();
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B || d.flag[b] != FLAG_FLUSH) return;
   count_store(d, b);
@@ -121,12 +124,14 @@ __global__ void flush_book_kernel(dev_state d) {
 }
 
 __global__ void verify_book_kernel(dev_state d) {
+  pdl_enter();
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B || d.flag[b] == FLAG_IDLE) return;
   d.pending[b] = d.ndraft[b];
 }
 
 __global__ void commit_kernel(dev_state d, const int *a /* [B] */, const uint8_t *active /* [B] or NULL */) {
+  pdl_enter();
   int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= d.B || (active && !active[b])) return;
   int ab = a[b], p = d.pending[b];
@@ -165,23 +170,23 @@ unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_TH
 void launch_plan(const dev_state &d, int op, const uint8_t *active, const ssm_cuda_inputs &in, int nt,
                  const int *nd, cudaStream_t s) {
   const unsigned tokens = op == OP_FLUSH || nt < 1 ? 1u : (unsigned)nt;
-  plan_kernel<<<dim3((unsigned)d.B, tokens, plan_chunks(d, op)), PLAN_THREADS, 0, s>>>(d, op, active, in, nt, nd);
+  pdl_launch(plan_kernel, dim3((unsigned)d.B, tokens, plan_chunks(d, op)), PLAN_THREADS, 0, s, d, op, active, in, nt, nd);
 }
 
 void launch_step_book(const dev_state &d, cudaStream_t s) {
-  step_book_kernel<<<book_blocks(d.B), BOOK_THREADS, 0, s>>>(d);
+  pdl_launch(step_book_kernel, book_blocks(d.B), BOOK_THREADS, 0, s, d);
 }
 
 void launch_flush_book(const dev_state &d, cudaStream_t s) {
-  flush_book_kernel<<<book_blocks(d.B), BOOK_THREADS, 0, s>>>(d);
+  pdl_launch(flush_book_kernel, book_blocks(d.B), BOOK_THREADS, 0, s, d);
 }
 
 void launch_verify_book(const dev_state &d, cudaStream_t s) {
-  verify_book_kernel<<<book_blocks(d.B), BOOK_THREADS, 0, s>>>(d);
+  pdl_launch(verify_book_kernel, book_blocks(d.B), BOOK_THREADS, 0, s, d);
 }
 
 void launch_commit(const dev_state &d, const int *a, const uint8_t *active, cudaStream_t s) {
-  commit_kernel<<<book_blocks(d.B), BOOK_THREADS, 0, s>>>(d, a, active);
+  pdl_launch(commit_kernel, book_blocks(d.B), BOOK_THREADS, 0, s, d, a, active);
 }
 
 void launch_broadcast(uint8_t *blob, const uint8_t *one, size_t nmat, size_t bpm) {

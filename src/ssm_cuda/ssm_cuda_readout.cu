@@ -152,6 +152,7 @@ template <int M, int FC>
 __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
     ro2_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int R = v2_rows(M);
   const int g = blockIdx.x, b = blockIdx.y;
@@ -308,6 +309,7 @@ __global__ void __launch_bounds__(V2_WARPS * 32, M > 4 ? 2 : 3)
 __global__ void __launch_bounds__(PRE_WARPS * 32)
     pre3_kernel(dev_state d, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                 float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int g = blockIdx.x, b = blockIdx.y;
   const int fl = d.flag[b];
@@ -645,6 +647,7 @@ template <int M, int FK, int QG /* queries reduced together: 1, 2 or QG3 (ro4_qg
 __global__ void __launch_bounds__(256, RO4_MIN_BLOCKS)
     ro4_kernel(dev_state d, ck_view rd, int op, const float *q_in /* [B][nt][G][dk] */, int nt,
                float *o /* [B][nt][H][dv] */, const float *coefs /* [B][H][NQ][cap + 1] */, int NQ) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
   const int fl = d.flag[b];
@@ -771,13 +774,13 @@ void with_m_fc(int M, int FC, F f) {
 void launch_ro2(int M, int FC, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &rd, int op,
                 const float *q, int nt, float *o) {
   with_m_fc(M, FC, [&](auto m, auto fc) {
-    ro2_kernel<decltype(m)::value, decltype(fc)::value><<<grid, V2_WARPS * 32, smem, s>>>(d, rd, op, q, nt, o);
+    pdl_launch(ro2_kernel<decltype(m)::value, decltype(fc)::value>, grid, V2_WARPS * 32, smem, s, d, rd, op, q, nt, o);
   });
 }
 
 void launch_pre3(dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, int op, const float *q, int nt,
                  float *coefs, int NQ) {
-  pre3_kernel<<<grid, PRE_WARPS * 32, smem, s>>>(d, op, q, nt, coefs, NQ);
+  pdl_launch(pre3_kernel, grid, PRE_WARPS * 32, smem, s, d, op, q, nt, coefs, NQ);
 }
 
 /* The query group of an operation: a step's 1 or 2 queries at once, a verification's in fours. */
@@ -791,14 +794,14 @@ void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s,
     constexpr int MM = decltype(m)::value, FK = decltype(fk)::value;
     if constexpr (MM == 4 && FK == RK_F32) { /* a step's 8-row instances on one wave */
       if (qg <= 2 && ro4_one_wave(blocks, sms)) {
-        if (qg == 1) ro4_kernel<MM, FK, 1, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
-        else ro4_kernel<MM, FK, 2, 8><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+        if (qg == 1) pdl_launch(ro4_kernel<MM, FK, 1, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+        else pdl_launch(ro4_kernel<MM, FK, 2, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
         return;
       }
     }
-    if (qg == 1) ro4_kernel<MM, FK, 1, ro4_rows_q(MM, FK, 1)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
-    else if (qg == 2) ro4_kernel<MM, FK, 2, ro4_rows_q(MM, FK, 2)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
-    else ro4_kernel<MM, FK, QG3, ro4_rows_q(MM, FK, QG3)><<<grid, threads, smem, s>>>(d, rd, op, q, nt, o, coefs, NQ);
+    if (qg == 1) pdl_launch(ro4_kernel<MM, FK, 1, ro4_rows_q(MM, FK, 1)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+    else if (qg == 2) pdl_launch(ro4_kernel<MM, FK, 2, ro4_rows_q(MM, FK, 2)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+    else pdl_launch(ro4_kernel<MM, FK, QG3, ro4_rows_q(MM, FK, QG3)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
   };
   if (M <= 4) with_fk<4>(ro4_kind(rd, 4, d.dk), go);
   else with_fk<8>(ro4_kind(rd, 8, d.dk), go);
