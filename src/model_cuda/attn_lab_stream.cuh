@@ -22,7 +22,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "src/ssm_cuda/cuda_pdl.cuh"
+#include "src/ssm_cuda/cuda_pdl.h"
 
 namespace attn_lab {
 

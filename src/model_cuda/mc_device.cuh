@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "src/model/dt_clamp.h"
-#include "src/ssm_cuda/cuda_pdl.cuh"
+#include "src/ssm_cuda/cuda_pdl.h"
 
 namespace mc {
 

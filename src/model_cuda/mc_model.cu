@@ -28,7 +28,7 @@
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
-#include "src/ssm_cuda/cuda_pdl.cuh"
+#include "src/ssm_cuda/cuda_pdl.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
 using namespace mcm;

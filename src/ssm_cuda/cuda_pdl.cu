@@ -1,11 +1,11 @@
-/* The switch of cuda_pdl.cuh: Programmatic Dependent Launch only with RSSM_PDL=1 until a device
+/* The switch of cuda_pdl.h: Programmatic Dependent Launch only with RSSM_PDL=1 until a device
  * run has shown it bit-identical and faster (docs/gpu-results.md, "Session 29"). Read once (a
  * function-local static: initialised once even with several host threads), so that every launch
  * of a run, and of the graphs it captures, is launched alike. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/ssm_cuda/cuda_pdl.cuh"
+#include "src/ssm_cuda/cuda_pdl.h"
 
 namespace {
 int read_switch() {

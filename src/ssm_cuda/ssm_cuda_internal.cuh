@@ -39,7 +39,7 @@
 #include "quant/numerics.h"
 #include "src/ssm/ssm_math.h"
 #include "src/ssm_cuda/ssm_cuda.h"
-#include "src/ssm_cuda/cuda_pdl.cuh"
+#include "src/ssm_cuda/cuda_pdl.h"
 
 namespace ssmc {
 

@@ -1,4 +1,4 @@
-"""The rule of src/ssm_cuda/cuda_pdl.cuh on the sources: every kernel that pdl_launch launches
+"""The rule of src/ssm_cuda/cuda_pdl.h on the sources: every kernel that pdl_launch launches
 begins with pdl_enter().
 
 A kernel launched with Programmatic Dependent Launch starts while the previous kernel still runs;

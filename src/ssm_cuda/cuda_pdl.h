@@ -20,8 +20,13 @@
  *
  * RSSM_PDL=1 in the environment sets the attribute; unset or anything else launches every kernel
  * the plain way (the A/B switch of the measurement in docs/gpu-results.md). */
-#ifndef RSSM_CUDA_PDL_CUH
-#define RSSM_CUDA_PDL_CUH
+#ifndef RSSM_CUDA_PDL_H
+#define RSSM_CUDA_PDL_H
+
+/* CUDA sources only (a public header of src/ssm_cuda so that src/model_cuda's kernels use it too) */
+#ifndef __CUDACC__
+#error "src/ssm_cuda/cuda_pdl.h is for CUDA sources (.cu)"
+#endif
 
 #include <cuda_runtime.h>
 
