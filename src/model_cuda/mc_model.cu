@@ -28,6 +28,7 @@
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
+#include "src/model_cuda/mc_step_io.h"
 #include "src/ssm_cuda/cuda_pdl.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
@@ -343,6 +344,23 @@ int dalloc(mc_batch *b, void **p, int64_t bytes) {
 }
 #define DALLOC(b, ptr, bytes) dalloc((b), (void **)&(ptr), (bytes))
 
+/* Pinned host memory mapped into the device's address space, zeroed: *host for the host,
+ * *dev for kernels (mc_step_io.h). 0, or -1 with *host NULL. */
+int pinned_mapped(void **host, void **dev, size_t bytes) {
+  *host = nullptr;
+  if (cudaHostAlloc(host, bytes, cudaHostAllocMapped) != cudaSuccess) {
+    *host = nullptr;
+    return -1;
+  }
+  memset(*host, 0, bytes);
+  if (cudaHostGetDevicePointer(dev, *host, 0) != cudaSuccess) {
+    cudaFreeHost(*host);
+    *host = nullptr;
+    return -1;
+  }
+  return 0;
+}
+
 int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Fork the side streams off the step's stream (before a layer's SSM calls) and join them back
@@ -465,9 +483,9 @@ extern "C" void mc_batch_free(mc_batch *b) {
   }
   if (b->nside) cudaEventDestroy(b->fork_ev);
   free(b->cfgs);
-  free(b->h_tok);
-  free(b->h_tgt);
-  free(b->h_pos);
+  void *hs[] = {b->h_tok, b->h_tgt, b->h_pos, b->h_met};
+  for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+    if (hs[i]) cudaFreeHost(hs[i]);
   free(b->rpos);
   free(b->h_n);
   free(b->h_a);
@@ -589,9 +607,11 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   b->vc = (float **)calloc((size_t)nb + 1, sizeof(float *));
   b->eng = (ssm_cuda_state **)calloc((size_t)nb + 1, sizeof(ssm_cuda_state *));
   const int RT = R * b->T;
-  b->h_tok = (int64_t *)calloc((size_t)RT, sizeof(int64_t));
-  b->h_tgt = (int64_t *)calloc((size_t)RT, sizeof(int64_t));
-  b->h_pos = (int *)calloc((size_t)RT, sizeof(int));
+  ok = ok && pinned_mapped((void **)&b->h_tok, (void **)&b->d_h_tok, (size_t)RT * 8) == 0 &&
+       pinned_mapped((void **)&b->h_tgt, (void **)&b->d_h_tgt, (size_t)RT * 8) == 0 &&
+       pinned_mapped((void **)&b->h_pos, (void **)&b->d_h_pos, (size_t)RT * 4) == 0 &&
+       pinned_mapped((void **)&b->h_met, (void **)&b->d_h_met,
+                     (size_t)R * sizeof(mc_row_metrics)) == 0;
   b->rpos = (int64_t *)calloc((size_t)R, sizeof(int64_t));
   b->h_n = (int *)calloc((size_t)R, sizeof(int));
   b->h_a = (int *)calloc((size_t)R, sizeof(int));
@@ -1056,6 +1076,19 @@ void prof_accumulate(mc_batch *b, double host_ms) {
 
 }  // namespace
 
+/* A lockstep step on b->stream: its inputs in from the pinned buffers (the targets only with
+ * the metrics), the forward, and the metrics out into the pinned h_met (mc_step_io.h). */
+int step_io(mc_batch *b, int want_metrics, char *err, size_t errlen) {
+  void *s = (void *)b->stream;
+  if (mc_step_ingest(b->d_h_tok, b->d_h_pos, want_metrics ? b->d_h_tgt : nullptr, b->R, b->K,
+                     b->tok, b->pos_d, b->tgt, s) != 0)
+    return rssm_fail(err, errlen, "step input launch");
+  if (step_launches(b, want_metrics, err, errlen) != 0) return -1;
+  if (want_metrics && mc_metrics_egress(b->met, b->d_h_met, b->R, s) != 0)
+    return rssm_fail(err, errlen, "metrics output launch");
+  return 0;
+}
+
 extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *targets,
                              float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
   const model_config *c = &b->g->cpu->cfg;
@@ -1074,29 +1107,21 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                 (long long)c->V);
       return RSSM_ERR_INPUT;
     }
+  /* the step's inputs into the pinned buffers; step_io below moves them in by a kernel */
+  const int want = targets && metrics;
   for (int r = 0; r < R; r++) {
     b->h_tok[r] = tokens[r % K];
     b->h_pos[r] = (int)b->pos;
   }
+  if (want) memcpy(b->h_tgt, targets, (size_t)K * sizeof(int64_t));
   cudaStream_t s = b->stream;
-  int ok = cudaMemcpyAsync(b->tok, b->h_tok, (size_t)R * sizeof(int64_t), cudaMemcpyHostToDevice,
-                           s) == cudaSuccess &&
-           cudaMemcpyAsync(b->pos_d, b->h_pos, (size_t)R * sizeof(int), cudaMemcpyHostToDevice,
-                           s) == cudaSuccess;
-  if (ok && targets)
-    ok = cudaMemcpyAsync(b->tgt, targets, (size_t)K * sizeof(int64_t), cudaMemcpyHostToDevice,
-                         s) == cudaSuccess;
-  if (!ok)
-    return rssm_fail(err, errlen, "token upload: %s", cudaGetErrorString(cudaGetLastError())),
-           RSSM_ERR_IO;
-  const int want = targets && metrics;
   struct timespec t_start = {0, 0};
   if (b->prof) clock_gettime(CLOCK_MONOTONIC, &t_start); /* profiling only: off the hot path */
   if (!b->graph_on) {
-    if (step_launches(b, want, err, errlen) != 0) return RSSM_ERR_IO;
+    if (step_io(b, want, err, errlen) != 0) return RSSM_ERR_IO;
   } else {
-    /* the step reads tokens, targets and positions from device buffers written above, outside
-     * the graph, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
+    /* the step (inputs in, forward, metrics out) reads and writes the pinned buffers at fixed
+     * addresses, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
     if (b->gexec && b->graph_metrics != want) {
       cudaGraphExecDestroy(b->gexec);
       b->gexec = nullptr;
@@ -1106,7 +1131,7 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
       if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
         return rssm_fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
                RSSM_ERR_IO;
-      int lrc = step_launches(b, want, err, errlen);
+      int lrc = step_io(b, want, err, errlen);
       cudaError_t ce = cudaStreamEndCapture(s, &graph);
       if (lrc != 0 || ce != cudaSuccess ||
           cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
@@ -1124,17 +1149,16 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
       return rssm_fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
              RSSM_ERR_IO;
   }
+  int ok = 1;
   if (logits)
     ok = cudaMemcpyAsync(logits, b->logits, (size_t)R * (size_t)c->V * sizeof(float),
-                         cudaMemcpyDeviceToHost, s) == cudaSuccess;
-  if (ok && targets && metrics)
-    ok = cudaMemcpyAsync(metrics, b->met, (size_t)R * sizeof(mc_row_metrics),
                          cudaMemcpyDeviceToHost, s) == cudaSuccess;
   cudaError_t e = cudaStreamSynchronize(s);
   if (!ok || e != cudaSuccess)
     return rssm_fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
                      cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
            RSSM_ERR_IO;
+  if (want) memcpy(metrics, b->h_met, (size_t)R * sizeof(mc_row_metrics));
   if (b->prof && !b->graph_on) {
     struct timespec t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_end);

@@ -126,9 +126,13 @@ struct mc_batch {
   mc_row_metrics *met;       /* [R] */
   int64_t *tok, *tgt;        /* [RT] tokens of the step, targets [K] (T = 1) or [RT] (spec) */
   int *pos_d;                /* [RT] position of each token row */
-  int64_t *h_tok;            /* host [RT] */
-  int64_t *h_tgt;            /* host [RT] (spec) */
-  int *h_pos;                /* host [RT] */
+  /* pinned, mapped host buffers (cudaHostAllocMapped): the lockstep step's inputs and metrics
+   * move through them by kernels of the step's graph (mc_step_io.h); spec rounds copy them with
+   * cudaMemcpyAsync. d_h_* are their device views (cudaHostGetDevicePointer). */
+  int64_t *h_tok, *d_h_tok;  /* host [RT] */
+  int64_t *h_tgt, *d_h_tgt;  /* host [RT] (targets: [K] of a lockstep step, [RT] of a spec round) */
+  int *h_pos, *d_h_pos;      /* host [RT] */
+  mc_row_metrics *h_met, *d_h_met; /* host [R] metrics of a lockstep step */
   int64_t dev_bytes;
   int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
   int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */

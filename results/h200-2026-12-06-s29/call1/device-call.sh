@@ -8,13 +8,14 @@
 #   3. bench e2e (bf16, K = 16), plain and PDL alternating twice per model, then transformers;
 #   4. tests/gpu/gpu_session.sh (every GPU check) with PDL;
 #   5. scripts/bench/bench_e2e_session.sh with PDL (fp32 and bf16, the 4B shapes), if time is left.
-# Carry .devrun.txz (full executables, only the libraries the machine lacks) and
-# data/moby-dick.tok.zst; trimmed tree (results/ but this folder moved away).
+# Carry .devrun.txz (full executables, only the libraries the machine lacks), .devrun-fuse.txz
+# (session 28's replayssm) and data/moby-dick.tok.zst; trimmed tree (results/ but this folder moved away).
 set -u
 cd "$(dirname "$0")/../../.."
 : "${OUT:?set OUT}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
-tar -xJf .devrun.txz || { echo "cannot unpack the bundle"; exit 2; }
+tar -xJf .devrun.txz && tar -xJf .devrun-fuse.txz || { echo "cannot unpack the bundles"; exit 2; }
+OLD=.devrun-fuse/bin/replayssm
 export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
 BIN=.devrun/bin/replayssm
 export RSSM_PDL=1 # PDL everywhere below unless a command says RSSM_PDL=0
@@ -27,7 +28,7 @@ timeout 90 .devrun/bin/gpu_launch_lab 200 > "$OUT/launch-lab.txt" 2>&1
 echo "gpu_launch_lab rc=$? ($((SECONDS - T0)) s)" | tee -a "$LOG"
 cat "$OUT/launch-lab.txt"
 
-echo "== 2. runs, plain against PDL" | tee -a "$LOG"
+echo "== 2. runs: old, new plain, new PDL" | tee -a "$LOG"
 W=$(mktemp -d)
 for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
   cat > "$W/spec-$m.ini" <<INI
@@ -47,17 +48,22 @@ spec = replay L=16 hp=fp32 lp=nvfp4
 [config specsplit]
 spec = spec L=16 T=8 hp=fp32 lp=nvfp4 accept=geom:0.7
 INI
-  for b in plain pdl; do
-    pdl=1; [ $b = plain ] && pdl=0
+  for b in old plain pdl; do
+    pdl=1; [ $b = pdl ] || pdl=0
+    bin=$BIN; [ $b = old ] && bin=$OLD
     t0=$SECONDS
-    RSSM_PDL=$pdl timeout 150 "$BIN" run --device cuda --model "data/models/$m" --tokens data/moby-dick.tok.zst \
+    RSSM_PDL=$pdl timeout 150 "$bin" run --device cuda --model "data/models/$m" --tokens data/moby-dick.tok.zst \
       --config 'replay L=16 ckpt=fp32' --config 'replay L=16 ckpt=nvfp4/sr' \
       --config 'replay L=16 hp=fp32 lp=nvfp4' --steps 1024 --sequences 2 --seed 1 --quiet --force \
       --out "$W/$m-$b.h5" >> "$OUT/runs.log" 2>&1
     echo "$m $b std rc=$? $((SECONDS - t0)) s" | tee -a "$LOG"
-    RSSM_PDL=$pdl timeout 100 "$BIN" run "$W/spec-$m.ini" --device cuda --quiet --force --out "$W/spec-$m-$b.h5" >> "$OUT/runs.log" 2>&1
+    RSSM_PDL=$pdl timeout 100 "$bin" run "$W/spec-$m.ini" --device cuda --quiet --force --out "$W/spec-$m-$b.h5" >> "$OUT/runs.log" 2>&1
     echo "$m $b spec rc=$?" | tee -a "$LOG"
   done
+  python3 tests/gpu/compare_runs.py "$W/$m-old.h5" "$W/$m-plain.h5" --exact >> "$OUT/runs.log" 2>&1
+  echo "$m std old == plain: rc=$?" | tee -a "$LOG"
+  python3 tests/gpu/compare_runs.py "$W/spec-$m-old.h5" "$W/spec-$m-plain.h5" --exact >> "$OUT/runs.log" 2>&1
+  echo "$m spec old == plain: rc=$?" | tee -a "$LOG"
   python3 tests/gpu/compare_runs.py "$W/$m-plain.h5" "$W/$m-pdl.h5" --exact >> "$OUT/runs.log" 2>&1
   echo "$m std plain == pdl: rc=$?" | tee -a "$LOG"
   python3 tests/gpu/compare_runs.py "$W/spec-$m-plain.h5" "$W/spec-$m-pdl.h5" --exact >> "$OUT/runs.log" 2>&1
@@ -67,9 +73,10 @@ done
 echo "== 3. bench e2e, bf16 GEMMs, K = 16 ($((SECONDS - T0)) s)" | tee -a "$LOG"
 for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
   for rep in 1 2; do
-    for b in plain pdl; do
-      pdl=1; [ $b = plain ] && pdl=0
-      RSSM_PDL=$pdl timeout 60 "$BIN" bench e2e --model "data/models/$m" --streams 16 --steps 64 --warmup 8 \
+    for b in old plain pdl; do
+      pdl=1; [ $b = pdl ] || pdl=0
+      bin=$BIN; [ $b = old ] && bin=$OLD
+      RSSM_PDL=$pdl timeout 60 "$bin" bench e2e --model "data/models/$m" --streams 16 --steps 64 --warmup 8 \
         --gemm bf16 --configs 'conventional state=fp32' --label "$m-$b-$rep" --out "$OUT/e2e.csv" \
         >> "$OUT/e2e.log" 2>&1
       echo "$m $b rep $rep rc=$? $(tail -1 "$OUT/e2e.csv" | cut -c1-160)" | tee -a "$LOG"
