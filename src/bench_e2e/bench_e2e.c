@@ -946,7 +946,7 @@ typedef struct {
   mc_model *g;
   int K, pi, wbytes;
   const int64_t *tok;      /* [K][total_steps + 1] */
-  int64_t *x, *y;          /* [K] scratch: a step's tokens and targets */
+  int64_t *x, *y;          /* [MC_STEPS_MAX][K] scratch: a submission's tokens and targets */
   const uint32_t *seqs;    /* [K] */
   int64_t total_steps, nsteps, nblocks;
   double bw;               /* copy bandwidth, bytes per second */
@@ -975,7 +975,7 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
   const config_set *s = &ctx->sets[si];
   const int R = s->C * K;
   mc_batch *b = NULL;
-  mc_row_metrics *met = malloc((size_t)R * sizeof *met); /* [R] */
+  mc_row_metrics *met = malloc((size_t)MC_STEPS_MAX * (size_t)R * sizeof *met); /* [n][R] */
   rc = met ? mc_batch_build(&b, g, s->cfg, s->C, K, o.seed, seqs, total_steps, err,
                             sizeof err)
            : RSSM_ERR_IO;
@@ -988,15 +988,24 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
   mc_batch_use_graph(b, o.graph);
   double *blk = malloc((size_t)nblocks * sizeof *blk); /* [nblocks] seconds per step */
   double tmin = 1e30;
-  for (int64_t t = 0; t < total_steps && rc == RSSM_OK; t++) {
+  /* as the run engine submits steps (cuda_engine_block.c): up to MC_STEPS_MAX per
+   * mc_batch_steps, one synchronisation each. The first step alone (it captures the graph), the
+   * rest of the warm-up, then each timed block of o.block steps on its own. */
+  for (int64_t t = 0; t < total_steps && rc == RSSM_OK;) {
     const int64_t bi = t - o.warmup; /* index among the timed steps */
-    if (bi >= 0 && bi % o.block == 0) t0 = now_s();
-    for (int k = 0; k < K; k++) {
-      x[k] = tok[(int64_t)k * (total_steps + 1) + t];
-      y[k] = tok[(int64_t)k * (total_steps + 1) + t + 1];
+    const int64_t end = t == 0 ? 1 : bi < 0 ? o.warmup : t + o.block;
+    if (bi >= 0) t0 = now_s();
+    while (t < end && rc == RSSM_OK) {
+      const int n = (int)(end - t < MC_STEPS_MAX ? end - t : MC_STEPS_MAX);
+      for (int i = 0; i < n; i++)
+        for (int k = 0; k < K; k++) {
+          x[i * K + k] = tok[(int64_t)k * (total_steps + 1) + t + i];
+          y[i * K + k] = tok[(int64_t)k * (total_steps + 1) + t + i + 1];
+        }
+      rc = mc_batch_steps(b, n, x, y, met, err, sizeof err);
+      t += n;
     }
-    rc = mc_batch_step(b, x, y, NULL, met, err, sizeof err);
-    if (rc == RSSM_OK && bi >= 0 && bi % o.block == o.block - 1) {
+    if (rc == RSSM_OK && bi >= 0) {
       const double per = (now_s() - t0) / (double)o.block;
       blk[bi / o.block] = per;
       if (per < tmin) tmin = per;
@@ -1217,7 +1226,9 @@ static int e2e_measure(e2e_ctx *ctx) {
       const int K = Ks[ki];
       /* tokens [K][total_steps + 1]: random ids, the target of step t is token t + 1 */
       int64_t *tok = malloc((size_t)K * (size_t)(total_steps + 1) * sizeof *tok); /* [K][T+1] */
-      int64_t *x = malloc((size_t)K * sizeof *x), *y = malloc((size_t)K * sizeof *y); /* [K] */
+      /* [MC_STEPS_MAX][K]: one submission's tokens and targets */
+      int64_t *x = malloc((size_t)MC_STEPS_MAX * (size_t)K * sizeof *x),
+              *y = malloc((size_t)MC_STEPS_MAX * (size_t)K * sizeof *y);
       uint32_t *seqs = malloc((size_t)K * sizeof *seqs);                             /* [K] */
       if (!tok || !x || !y || !seqs) {
         cli_error(CMD, "out of host memory");

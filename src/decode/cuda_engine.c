@@ -273,9 +273,9 @@ int cuda_engine_open(const rssm_engine_params *p, rssm_engine **out, char *err, 
   g->batch_of = calloc((size_t)p->C + 1, sizeof(int64_t));
   g->row_cfg = calloc((size_t)p->C + 1, sizeof(int64_t));
   g->spec = calloc((size_t)p->C + 1, sizeof(ce_spec_group));
-  g->x = calloc((size_t)p->K, sizeof *g->x);
-  g->y = calloc((size_t)p->K, sizeof *g->y);
-  g->met = calloc((size_t)((p->C + 1) * p->K), sizeof *g->met);
+  g->x = calloc((size_t)MC_STEPS_MAX * (size_t)p->K, sizeof *g->x);
+  g->y = calloc((size_t)MC_STEPS_MAX * (size_t)p->K, sizeof *g->y);
+  g->met = calloc((size_t)MC_STEPS_MAX * (size_t)((p->C + 1) * p->K), sizeof *g->met);
   g->dead = calloc(pairs, 1);
   g->cursor = calloc(pairs, sizeof(int64_t));
   g->round = calloc(pairs, sizeof(uint32_t));

@@ -51,39 +51,47 @@ static int record(cuda_engine *g, const rssm_engine_out *o, int64_t k, int64_t c
   return 0;
 }
 
-/* The lockstep steps [t0, t1). */
+/* The lockstep steps [t0, t1), up to MC_STEPS_MAX in one submission (mc_batch_steps: one
+ * synchronisation per submission), one at a time when the reference's logits go into the ring
+ * after each step (spec configurations). */
 static int lockstep(cuda_engine *g, const int64_t *tok, int64_t t0, int64_t t1,
                     const rssm_engine_out *o, char *err, size_t errlen) {
-  const int64_t K = g->K, C = g->C, N = g->N;
+  const int64_t K = g->K, C = g->C, N = g->N, R = (int64_t)mc_batch_rows(g->std);
   char e2[600];
-  for (int64_t t = t0; t < t1; t++) {
-    for (int64_t k = 0; k < K; k++) {
-      g->x[k] = tok[k * (N + 1) + t];
-      g->y[k] = tok[k * (N + 1) + t + 1];
-    }
-    int rc = mc_batch_step(g->std, g->x, g->y, NULL, g->met, e2, sizeof e2);
+  for (int64_t t = t0; t < t1;) {
+    const int64_t left = t1 - t;
+    const int n = g->ring ? 1 : (int)(left < MC_STEPS_MAX ? left : MC_STEPS_MAX);
+    for (int i = 0; i < n; i++)
+      for (int64_t k = 0; k < K; k++) {
+        g->x[i * K + k] = tok[k * (N + 1) + t + i];
+        g->y[i * K + k] = tok[k * (N + 1) + t + i + 1];
+      }
+    int rc = mc_batch_steps(g->std, n, g->x, g->y, g->met, e2, sizeof e2);
     if (rc == RSSM_OK && g->ring) rc = mc_ref_ring_store(g->ring, g->std, t, e2, sizeof e2);
     if (rc != RSSM_OK) {
-      snprintf(err, errlen, "GPU step %lld: %s", (long long)t, e2);
+      snprintf(err, errlen, "GPU steps %lld..%lld: %s", (long long)t, (long long)(t + n - 1), e2);
       return rc;
     }
-    for (int64_t k = 0; k < K; k++) {
-      const mc_row_metrics *ref = &g->met[k];
-      if (!ref->finite) {
-        snprintf(err, errlen, "the reference's logits are not finite at sequence %lld, step %lld "
-                 "(the fp32 reference must stay finite)", (long long)(g->offset + k),
-                 (long long)t);
-        return RSSM_ERR_INPUT;
+    for (int i = 0; i < n; i++, t++) {
+      const mc_row_metrics *met = g->met + i * R; /* [R] of step t */
+      for (int64_t k = 0; k < K; k++) {
+        const mc_row_metrics *ref = &met[k];
+        if (!ref->finite) {
+          snprintf(err, errlen, "the reference's logits are not finite at sequence %lld, step %lld "
+                   "(the fp32 reference must stay finite)", (long long)(g->offset + k),
+                   (long long)t);
+          return RSSM_ERR_INPUT;
+        }
+        o->ref_nll[k * N + t] = ref->nll;
+        for (int64_t c = 0; c < C; c++) {
+          if (g->batch_of[c] >= 0) continue;
+          const int64_t pi = k * C + c;
+          if (record(g, o, k, c, t, &met[g->row_cfg[c] * K + k])) fill_dead(g, o, k, c, t, t + 1);
+          g->cursor[pi] = t + 1;
+        }
       }
-      o->ref_nll[k * N + t] = ref->nll;
-      for (int64_t c = 0; c < C; c++) {
-        if (g->batch_of[c] >= 0) continue;
-        const int64_t pi = k * C + c;
-        if (record(g, o, k, c, t, &g->met[g->row_cfg[c] * K + k])) fill_dead(g, o, k, c, t, t + 1);
-        g->cursor[pi] = t + 1;
-      }
+      g->tref = t + 1;
     }
-    g->tref = t + 1;
   }
   return RSSM_OK;
 }

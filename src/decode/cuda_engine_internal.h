@@ -39,8 +39,8 @@ typedef struct {
   mc_ref_ring *ring;       /* NULL without spec configurations */
   int64_t ring_slots;
   int64_t tref;            /* steps the reference has done */
-  int64_t *x, *y;          /* [K] this step's tokens and targets */
-  mc_row_metrics *met;     /* [(1 + Cs) K] */
+  int64_t *x, *y;          /* [MC_STEPS_MAX][K] a submission's tokens and targets */
+  mc_row_metrics *met;     /* [MC_STEPS_MAX][(1 + Cs) K] its metrics */
   uint8_t *dead;           /* [K][C] pairs that went non-finite */
   int64_t *cursor;         /* [K][C] next step of each pair (spec pairs lag) */
   uint32_t *round;         /* [K][C] spec rounds played */

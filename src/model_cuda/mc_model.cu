@@ -472,7 +472,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
                 b->blas_ws, b->xb, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
                 b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so, b->n_d, b->a_d,
-                b->ref_row_d, b->cache_row_d};
+                b->ref_row_d, b->cache_row_d, b->slot_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -607,11 +607,16 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   b->vc = (float **)calloc((size_t)nb + 1, sizeof(float *));
   b->eng = (ssm_cuda_state **)calloc((size_t)nb + 1, sizeof(ssm_cuda_state *));
   const int RT = R * b->T;
-  ok = ok && pinned_mapped((void **)&b->h_tok, (void **)&b->d_h_tok, (size_t)RT * 8) == 0 &&
-       pinned_mapped((void **)&b->h_tgt, (void **)&b->d_h_tgt, (size_t)RT * 8) == 0 &&
-       pinned_mapped((void **)&b->h_pos, (void **)&b->d_h_pos, (size_t)RT * 4) == 0 &&
+  /* lockstep: MC_STEPS_MAX slots of R rows (targets: of K); a spec round: RT rows */
+  const size_t slots_rows = (size_t)MC_STEPS_MAX * (size_t)R,
+               tok_rows = slots_rows > (size_t)RT ? slots_rows : (size_t)RT,
+               tgt_slots = (size_t)MC_STEPS_MAX * (size_t)b->K,
+               tgt_rows = tgt_slots > (size_t)RT ? tgt_slots : (size_t)RT;
+  ok = ok && pinned_mapped((void **)&b->h_tok, (void **)&b->d_h_tok, tok_rows * 8) == 0 &&
+       pinned_mapped((void **)&b->h_tgt, (void **)&b->d_h_tgt, tgt_rows * 8) == 0 &&
+       pinned_mapped((void **)&b->h_pos, (void **)&b->d_h_pos, tok_rows * 4) == 0 &&
        pinned_mapped((void **)&b->h_met, (void **)&b->d_h_met,
-                     (size_t)R * sizeof(mc_row_metrics)) == 0;
+                     slots_rows * sizeof(mc_row_metrics)) == 0;
   b->rpos = (int64_t *)calloc((size_t)R, sizeof(int64_t));
   b->h_n = (int *)calloc((size_t)R, sizeof(int));
   b->h_a = (int *)calloc((size_t)R, sizeof(int));
@@ -662,7 +667,7 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
        DALLOC(b, b->logits, Rp * V * F) == 0 &&
        DALLOC(b, b->stats, R * (int64_t)sizeof(mc_row_stats)) == 0 &&
        DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
-       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
+       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->slot_d, 4) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
        DALLOC(b, b->pos_d, R * 4) == 0 && DALLOC(b, b->n_d, b->R * 4) == 0 &&
        DALLOC(b, b->a_d, b->R * 4) == 0 && DALLOC(b, b->ref_row_d, R * 4) == 0;
   if (ok && g->prec == MC_GEMM_BF16) {
@@ -1076,78 +1081,107 @@ void prof_accumulate(mc_batch *b, double host_ms) {
 
 }  // namespace
 
-/* A lockstep step on b->stream: its inputs in from the pinned buffers (the targets only with
- * the metrics), the forward, and the metrics out into the pinned h_met (mc_step_io.h). */
+namespace {
+
+/* A lockstep step on b->stream: the inputs of the slot in flight in from the pinned buffers
+ * (the targets only with the metrics), the forward, then the metrics out into the same slot and
+ * the slot counter advanced (mc_step_io.h). */
 int step_io(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   void *s = (void *)b->stream;
-  if (mc_step_ingest(b->d_h_tok, b->d_h_pos, want_metrics ? b->d_h_tgt : nullptr, b->R, b->K,
-                     b->tok, b->pos_d, b->tgt, s) != 0)
+  if (mc_step_ingest(b->slot_d, b->d_h_tok, b->d_h_pos, want_metrics ? b->d_h_tgt : nullptr,
+                     b->R, b->K, b->tok, b->pos_d, b->tgt, s) != 0)
     return rssm_fail(err, errlen, "step input launch");
   if (step_launches(b, want_metrics, err, errlen) != 0) return -1;
-  if (want_metrics && mc_metrics_egress(b->met, b->d_h_met, b->R, s) != 0)
-    return rssm_fail(err, errlen, "metrics output launch");
+  if (mc_step_egress(b->slot_d, b->met, want_metrics ? b->d_h_met : nullptr, b->R, s) != 0)
+    return rssm_fail(err, errlen, "step output launch");
   return 0;
 }
 
-extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *targets,
-                             float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
+/* Launch one step: from the graph (captured at the first step, again when the metrics are
+ * switched on or off), or kernel by kernel. */
+int launch_step(mc_batch *b, int want, char *err, size_t errlen) {
+  cudaStream_t s = b->stream;
+  if (!b->graph_on) return step_io(b, want, err, errlen) != 0 ? RSSM_ERR_IO : RSSM_OK;
+  /* the step reads and writes the pinned buffers at fixed addresses and finds its slot on the
+   * device, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
+  if (b->gexec && b->graph_metrics != want) {
+    cudaGraphExecDestroy(b->gexec);
+    b->gexec = nullptr;
+  }
+  if (!b->gexec) {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+      return rssm_fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
+             RSSM_ERR_IO;
+    int lrc = step_io(b, want, err, errlen);
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    if (lrc != 0 || ce != cudaSuccess ||
+        cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      b->gexec = nullptr;
+      if (lrc == 0)
+        rssm_fail(err, errlen, "graph capture of the step: %s",
+                  cudaGetErrorString(ce != cudaSuccess ? ce : cudaGetLastError()));
+      return RSSM_ERR_IO;
+    }
+    cudaGraphDestroy(graph);
+    b->graph_metrics = want;
+  }
+  if (cudaGraphLaunch(b->gexec, s) != cudaSuccess)
+    return rssm_fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
+  return RSSM_OK;
+}
+
+/* n steps (logits only with n = 1): inputs into slots 0..n-1 of the pinned buffers, the slot
+ * counter reset, n steps launched back to back, one synchronisation, then the metrics out. */
+int run_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
+              const int64_t *targets /* [n][K] or NULL */, float *logits /* [R][V] or NULL */,
+              mc_row_metrics *metrics /* [n][R] or NULL */, char *err, size_t errlen) {
   const model_config *c = &b->g->cpu->cfg;
   const int R = b->R, K = b->K;
   if (b->spec)
     return rssm_fail(err, errlen, "a spec batch plays rounds (mc_batch_spec_round), not steps"),
            RSSM_ERR_INPUT;
-  if (b->pos >= b->max_ctx) {
-    rssm_fail(err, errlen, "context full: position %lld of %lld", (long long)b->pos,
+  if (n < 1 || n > MC_STEPS_MAX || (logits && n != 1))
+    return rssm_fail(err, errlen, "%d steps in one call (expected 1..%d, 1 with logits)", n,
+                     MC_STEPS_MAX),
+           RSSM_ERR_INPUT;
+  if (b->pos + n > b->max_ctx) {
+    rssm_fail(err, errlen, "context full: position %lld + %d steps of %lld", (long long)b->pos, n,
               (long long)b->max_ctx);
     return RSSM_ERR_INPUT;
   }
-  for (int k = 0; k < K; k++)
-    if (tokens[k] < 0 || tokens[k] >= c->V || (targets && (targets[k] < 0 || targets[k] >= c->V))) {
-      rssm_fail(err, errlen, "window %d: token id out of range (expected 0 <= id < vocab %lld)", k,
-                (long long)c->V);
+  for (int64_t i = 0; i < (int64_t)n * K; i++)
+    if (tokens[i] < 0 || tokens[i] >= c->V || (targets && (targets[i] < 0 || targets[i] >= c->V))) {
+      rssm_fail(err, errlen, "window %d: token id out of range (expected 0 <= id < vocab %lld)",
+                (int)(i % K), (long long)c->V);
       return RSSM_ERR_INPUT;
     }
-  /* the step's inputs into the pinned buffers; step_io below moves them in by a kernel */
+  /* the steps' inputs into the pinned slots; step_io moves each in by a kernel */
   const int want = targets && metrics;
-  for (int r = 0; r < R; r++) {
-    b->h_tok[r] = tokens[r % K];
-    b->h_pos[r] = (int)b->pos;
-  }
-  if (want) memcpy(b->h_tgt, targets, (size_t)K * sizeof(int64_t));
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < R; r++) {
+      b->h_tok[(int64_t)i * R + r] = tokens[(int64_t)i * K + r % K];
+      b->h_pos[(int64_t)i * R + r] = (int)(b->pos + i);
+    }
+  if (want) memcpy(b->h_tgt, targets, (size_t)n * K * sizeof(int64_t));
   cudaStream_t s = b->stream;
-  struct timespec t_start = {0, 0};
-  if (b->prof) clock_gettime(CLOCK_MONOTONIC, &t_start); /* profiling only: off the hot path */
-  if (!b->graph_on) {
-    if (step_io(b, want, err, errlen) != 0) return RSSM_ERR_IO;
-  } else {
-    /* the step (inputs in, forward, metrics out) reads and writes the pinned buffers at fixed
-     * addresses, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
-    if (b->gexec && b->graph_metrics != want) {
-      cudaGraphExecDestroy(b->gexec);
-      b->gexec = nullptr;
+  if (cudaMemsetAsync(b->slot_d, 0, sizeof(int), s) != cudaSuccess)
+    return rssm_fail(err, errlen, "step slot reset: %s", cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
+  for (int i = 0; i < n; i++) {
+    struct timespec t_start = {0, 0};
+    if (b->prof) clock_gettime(CLOCK_MONOTONIC, &t_start); /* profiling only: off the hot path */
+    const int rc = launch_step(b, want, err, errlen);
+    if (rc != RSSM_OK) return rc;
+    if (b->prof && !b->graph_on) { /* launched steps, one at a time */
+      if (cudaStreamSynchronize(s) != cudaSuccess) break;
+      struct timespec t_end;
+      clock_gettime(CLOCK_MONOTONIC, &t_end);
+      prof_accumulate(b, 1e3 * (double)(t_end.tv_sec - t_start.tv_sec) +
+                             1e-6 * (double)(t_end.tv_nsec - t_start.tv_nsec));
     }
-    if (!b->gexec) {
-      cudaGraph_t graph = nullptr;
-      if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
-        return rssm_fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
-               RSSM_ERR_IO;
-      int lrc = step_io(b, want, err, errlen);
-      cudaError_t ce = cudaStreamEndCapture(s, &graph);
-      if (lrc != 0 || ce != cudaSuccess ||
-          cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
-        if (graph) cudaGraphDestroy(graph);
-        b->gexec = nullptr;
-        if (lrc == 0)
-          rssm_fail(err, errlen, "graph capture of the step: %s",
-                    cudaGetErrorString(ce != cudaSuccess ? ce : cudaGetLastError()));
-        return RSSM_ERR_IO;
-      }
-      cudaGraphDestroy(graph);
-      b->graph_metrics = want;
-    }
-    if (cudaGraphLaunch(b->gexec, s) != cudaSuccess)
-      return rssm_fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
-             RSSM_ERR_IO;
   }
   int ok = 1;
   if (logits)
@@ -1155,18 +1189,26 @@ extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *
                          cudaMemcpyDeviceToHost, s) == cudaSuccess;
   cudaError_t e = cudaStreamSynchronize(s);
   if (!ok || e != cudaSuccess)
-    return rssm_fail(err, errlen, "step at position %lld: %s", (long long)b->pos,
+    return rssm_fail(err, errlen, "steps at positions %lld..%lld: %s", (long long)b->pos,
+                     (long long)(b->pos + n - 1),
                      cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError())),
            RSSM_ERR_IO;
-  if (want) memcpy(metrics, b->h_met, (size_t)R * sizeof(mc_row_metrics));
-  if (b->prof && !b->graph_on) {
-    struct timespec t_end;
-    clock_gettime(CLOCK_MONOTONIC, &t_end);
-    prof_accumulate(b, 1e3 * (double)(t_end.tv_sec - t_start.tv_sec) +
-                           1e-6 * (double)(t_end.tv_nsec - t_start.tv_nsec));
-  }
-  b->pos++;
+  if (want) memcpy(metrics, b->h_met, (size_t)n * R * sizeof(mc_row_metrics));
+  b->pos += n;
   return RSSM_OK;
+}
+
+}  // namespace
+
+extern "C" int mc_batch_step(mc_batch *b, const int64_t *tokens, const int64_t *targets,
+                             float *logits, mc_row_metrics *metrics, char *err, size_t errlen) {
+  return run_steps(b, 1, tokens, targets, logits, metrics, err, errlen);
+}
+
+extern "C" int mc_batch_steps(mc_batch *b, int n, const int64_t *tokens,
+                              const int64_t *targets, mc_row_metrics *metrics, char *err,
+                              size_t errlen) {
+  return run_steps(b, n, tokens, targets, nullptr, metrics, err, errlen);
 }
 
 int mc_batch_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {

@@ -97,6 +97,17 @@ int mc_batch_step(mc_batch *b, const int64_t *tokens /* [K] */, const int64_t *t
                   float *logits /* [R][V] */, mc_row_metrics *metrics /* [R] */, char *err,
                   size_t errlen);
 
+/* n <= MC_STEPS_MAX consecutive steps in one submission: tokens host [n][K], targets host [n][K]
+ * or NULL, metrics host [n][R] or NULL (needs targets). The same steps, the same bits, as n calls
+ * of mc_batch_step without logits; the n step graphs are launched back to back and the host
+ * synchronises once (mc_step_io.h: a fixture model's step is ~0.2 ms, and a synchronisation per
+ * step left the GPU idle between steps). Returns as mc_batch_step; nothing runs when an input is
+ * refused. */
+#define MC_STEPS_MAX 64
+int mc_batch_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
+                   const int64_t *targets /* [n][K] */, mc_row_metrics *metrics /* [n][R] */,
+                   char *err, size_t errlen);
+
 /* Resume (docs/gpu-runtime.md): row r's state between two steps, as host bytes: a tag, the
  * position, then per block in order the SSM conv window [K-1][conv_dim] and engine row
  * (mc_ssm_rows.h), or the attention K and V rows 0..pos-1. Synchronous. Loading sets the

@@ -129,10 +129,11 @@ struct mc_batch {
   /* pinned, mapped host buffers (cudaHostAllocMapped): the lockstep step's inputs and metrics
    * move through them by kernels of the step's graph (mc_step_io.h); spec rounds copy them with
    * cudaMemcpyAsync. d_h_* are their device views (cudaHostGetDevicePointer). */
-  int64_t *h_tok, *d_h_tok;  /* host [RT] */
-  int64_t *h_tgt, *d_h_tgt;  /* host [RT] (targets: [K] of a lockstep step, [RT] of a spec round) */
-  int *h_pos, *d_h_pos;      /* host [RT] */
-  mc_row_metrics *h_met, *d_h_met; /* host [R] metrics of a lockstep step */
+  int64_t *h_tok, *d_h_tok;  /* host [MC_STEPS_MAX][R] lockstep slots, or [RT] of a spec round */
+  int64_t *h_tgt, *d_h_tgt;  /* host [MC_STEPS_MAX][K] lockstep slots, or [RT] of a spec round */
+  int *h_pos, *d_h_pos;      /* host [MC_STEPS_MAX][R], or [RT] */
+  mc_row_metrics *h_met, *d_h_met; /* host [MC_STEPS_MAX][R] metrics of lockstep steps */
+  int *slot_d;               /* device [1]: the slot of the lockstep step in flight */
   int64_t dev_bytes;
   int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
   int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */

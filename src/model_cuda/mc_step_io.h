@@ -1,13 +1,16 @@
-/* A lockstep step's inputs in and metrics out, as two kernels of the step's graph (issue 18).
+/* Lockstep steps' inputs in and metrics out, as the first and last kernels of the step's graph
+ * (issue 18), so that n consecutive steps are n graph launches back to back and one
+ * synchronisation (mc_batch_steps).
  *
- * Why kernels and not cudaMemcpyAsync: a fixture model's step is ~0.2 ms of ~60 kernels, and the
- * host's part of a step (three pageable uploads of a few hundred bytes, a pageable download of
- * the metrics, each a synchronous staging copy) left the GPU idle for tens of microseconds per
- * step. The host now writes the step's tokens, positions and targets into pinned, mapped host
- * buffers; step_ingest copies them into the device buffers as the first kernel of the step, and
- * metrics_egress copies the metrics back into a pinned, mapped host buffer as the last, so that a
- * step is one graph launch and one synchronisation. Plain copies: the values are those the
- * cudaMemcpyAsync calls carried (bits unchanged). */
+ * Why: a fixture model's step is ~0.2 ms of ~60 kernels, and the host's part of each step (three
+ * pageable uploads of a few hundred bytes, a pageable download of the metrics, a synchronisation
+ * before the next launch) left the GPU idle for tens of microseconds per step. Now the host writes
+ * the tokens, positions and targets of up to MC_STEPS_MAX steps into pinned, mapped host buffers
+ * ([n][rows] slots); a device counter names the slot of the step in flight: step_ingest copies
+ * that slot into the step's device buffers, step_egress copies the metrics into the same slot of
+ * the pinned metrics buffer and advances the counter. Plain copies: the values are those the
+ * cudaMemcpyAsync calls carried (bits unchanged). Both kernels are one block (the counter is read
+ * and advanced by one grid in order), over at most a few thousand rows. */
 #ifndef RSSM_MODEL_CUDA_MC_STEP_IO_H
 #define RSSM_MODEL_CUDA_MC_STEP_IO_H
 
@@ -18,15 +21,17 @@ extern "C" {
 #endif
 #include "src/model_cuda/mc_kernels.h" /* mc_row_metrics */
 
-/* tok[i] = tok_h[i], pos[i] = pos_h[i] for i < R; tgt[i] = tgt_h[i] for i < K when tgt_h is
- * not NULL. The _h pointers are device views of pinned, mapped host memory. */
-int mc_step_ingest(const int64_t *tok_h /* [R] */, const int *pos_h /* [R] */,
-                   const int64_t *tgt_h /* [K] or NULL */, int R, int K, int64_t *tok /* [R] */,
-                   int *pos /* [R] */, int64_t *tgt /* [K] */, void *stream);
+/* With s = *slot: tok[i] = tok_h[s][i], pos[i] = pos_h[s][i] for i < R; tgt[i] = tgt_h[s][i]
+ * for i < K when tgt_h is not NULL. The _h pointers are device views of pinned, mapped host
+ * memory. */
+int mc_step_ingest(const int *slot /* device [1] */, const int64_t *tok_h /* [n][R] */,
+                   const int *pos_h /* [n][R] */, const int64_t *tgt_h /* [n][K] or NULL */,
+                   int R, int K, int64_t *tok /* [R] */, int *pos /* [R] */,
+                   int64_t *tgt /* [K] */, void *stream);
 
-/* met_h[r] = met[r] for r < R (met_h: device view of pinned, mapped host memory) */
-int mc_metrics_egress(const mc_row_metrics *met /* [R] */, mc_row_metrics *met_h /* [R] */, int R,
-                      void *stream);
+/* With s = *slot: met_h[s][r] = met[r] for r < R when met_h is not NULL; then *slot = s + 1. */
+int mc_step_egress(int *slot /* device [1] */, const mc_row_metrics *met /* [R] */,
+                   mc_row_metrics *met_h /* [n][R] or NULL */, int R, void *stream);
 
 #ifdef __cplusplus
 }
