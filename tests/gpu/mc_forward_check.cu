@@ -21,6 +21,9 @@
  *     steps' logits equal the original batch's bit for bit (resume of `run --device cuda`);
  *  8. bf16 GEMMs (mc_model_upload_prec): the reference configuration against the CPU fp32 forward
  *     within the first-order bound of bf16 rounding argued at run_bf16;
+ *  9. mc_batch_steps (several steps per submission): every step's metrics bit for bit as one
+ *     mc_batch_step at a time, in submissions of 7, 1, 13 and MC_STEPS_MAX steps; too many steps
+ *     and a submission past the context refused with the batch unmoved;
  *  6. quantised configurations: printed (max |dkl| over the first 16 steps and the means), not
  *     judged per step (a state element within the GEMM noise of a rounding boundary may round
  *     the other way; see the page).
@@ -139,6 +142,57 @@ static double kl_rounding_bound(const float *xr /* [V] */, const mc_row_stats &s
   return 2.0 * bound + 1e-12;
 }
 
+/* Check 9, mc_batch_steps: the same batch built again (graph on) and stepped in submissions of
+ * 7, 1, 13, 64, ... steps (cycling; the last cut at N) gives every step's metrics bit for bit as
+ * the batch stepped one mc_batch_step at a time (met_all [N][R]); a submission past the context
+ * and n = MC_STEPS_MAX + 1 are refused with the batch left where it was. Returns the misses. */
+static int multi_step_misses(const char *dir, const mc_model *g, const ssm_config *cfgs, int C,
+                             int K, uint64_t seed, const uint32_t *seqs,
+                             const std::vector<int64_t> &tok, int N,
+                             const std::vector<mc_row_metrics> &met_all) {
+  char err[1024];
+  const int R = C * K;
+  mc_batch *b = nullptr;
+  if (mc_batch_build(&b, g, cfgs, C, K, seed, seqs, N + 1, err, sizeof err) != RSSM_OK) {
+    printf("%s: multi-step batch: %s\n", dir, err);
+    return 1;
+  }
+  mc_batch_use_graph(b, 1);
+  const int sizes[] = {7, 1, 13, MC_STEPS_MAX};
+  std::vector<int64_t> x((size_t)MC_STEPS_MAX * (size_t)K), y(x.size());
+  std::vector<mc_row_metrics> met((size_t)MC_STEPS_MAX * (size_t)R);
+  int misses = 0;
+  if (mc_batch_steps(b, MC_STEPS_MAX + 1, x.data(), y.data(), met.data(), err, sizeof err) !=
+          RSSM_ERR_INPUT ||
+      mc_batch_pos(b) != 0)
+    misses++;
+  for (int t = 0, i = 0; t < N && !misses; i++) {
+    const int n = sizes[i % 4] < N - t ? sizes[i % 4] : N - t;
+    for (int j = 0; j < n; j++)
+      for (int k = 0; k < K; k++) {
+        x[(size_t)(j * K + k)] = tok[(size_t)(k * (N + 1) + t + j)];
+        y[(size_t)(j * K + k)] = tok[(size_t)(k * (N + 1) + t + j + 1)];
+      }
+    if (mc_batch_steps(b, n, x.data(), y.data(), met.data(), err, sizeof err) != RSSM_OK) {
+      printf("%s: multi-step steps %d..%d: %s\n", dir, t, t + n - 1, err);
+      misses++;
+      break;
+    }
+    for (int j = 0; j < n; j++)
+      if (memcmp(&met[(size_t)j * (size_t)R], &met_all[(size_t)(t + j) * (size_t)R],
+                 (size_t)R * sizeof(mc_row_metrics)) != 0)
+        misses++;
+    t += n;
+  }
+  /* the context holds N + 1 positions: two more steps do not fit, and nothing moves */
+  if (!misses && (mc_batch_steps(b, 2, x.data(), y.data(), met.data(), err, sizeof err) !=
+                      RSSM_ERR_INPUT ||
+                  mc_batch_pos(b) != N))
+    misses++;
+  mc_batch_free(b);
+  return misses;
+}
+
 static void run_fixture(const char *dir, int N) {
   model m;
   char err[1024];
@@ -200,6 +254,7 @@ static void run_fixture(const char *dir, int N) {
   double worst_logit = 0.0, worst_nll = 0.0, worst_kl_ratio = 0.0, q_kl16[4] = {0, 0, 0, 0};
   double mean_kl_g[4] = {0, 0, 0, 0}, mean_kl_c[4] = {0, 0, 0, 0};
   int bad_inv = 0, bad_met = 0, bad_logit = 0, bad_nll = 0, bad_kl = 0, bad_graph = 0;
+  std::vector<mc_row_metrics> met_all((size_t)N * (size_t)R); /* [N][R] b's metrics, for check 9 */
   for (int t = 0; t < N; t++) {
     int64_t x[3], y[3];
     for (int k = 0; k < K; k++) x[k] = tok[(size_t)(k * (N + 1) + t)], y[k] = tok[(size_t)(k * (N + 1) + t + 1)];
@@ -217,6 +272,7 @@ static void run_fixture(const char *dir, int N) {
         printf("cpu forward: %s\n", err);
         exit(1);
       }
+    memcpy(&met_all[(size_t)t * (size_t)R], met.data(), (size_t)R * sizeof(mc_row_metrics));
     /* 5: graph replay */
     if (memcmp(l2.data(), lg.data(), lg.size() * sizeof(float)) != 0 ||
         memcmp(met2.data(), met.data(), met.size() * sizeof(mc_row_metrics)) != 0)
@@ -283,12 +339,14 @@ static void run_fixture(const char *dir, int N) {
   }
   const int bad_rt = row_roundtrip(dir, g, cfgs, C, K, seed, seqs, tok, N, V, 37, 24) +
                      row_roundtrip(dir, g, cfgs, C, K, seed, seqs, tok, N, V, 48, 16);
-  const int ok = !bad_inv && !bad_met && !bad_logit && !bad_nll && !bad_kl && !bad_graph && !bad_rt;
+  const int bad_multi = multi_step_misses(dir, g, cfgs, C, K, seed, seqs, tok, N, met_all);
+  const int ok = !bad_inv && !bad_met && !bad_logit && !bad_nll && !bad_kl && !bad_graph && !bad_rt &&
+                 !bad_multi;
   if (!ok) g_fail++;
   printf("%-28s %s  logits %.2g (<= 1e-4), nll %.2g, kl/limit %.2g, metrics-kernel misses %d, "
-         "row-count invariance misses %d, graph misses %d, checkpoint misses %d\n", dir,
-         ok ? "ok  " : "FAIL", worst_logit, worst_nll, worst_kl_ratio, bad_met, bad_inv, bad_graph,
-         bad_rt);
+         "row-count invariance misses %d, graph misses %d, checkpoint misses %d, multi-step "
+         "misses %d\n", dir, ok ? "ok  " : "FAIL", worst_logit, worst_nll, worst_kl_ratio, bad_met,
+         bad_inv, bad_graph, bad_rt, bad_multi);
   for (int c = 2; c < C; c++)
     printf("    %-26s mean kl gpu %.4g cpu %.4g; max |dkl| first 16 steps %.3g (informational)\n",
            texts[c], mean_kl_g[c], mean_kl_c[c], q_kl16[c]);
