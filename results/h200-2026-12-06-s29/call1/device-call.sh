@@ -6,6 +6,7 @@
 #   2. whole runs, RSSM_PDL=0 against PDL, bit for bit (compare_runs.py --exact): both trained
 #      models, 2 x 1024 Moby-Dick steps, three standard configurations, and a spec run;
 #   3. bench e2e (bf16, K = 16), plain and PDL alternating twice per model, then transformers;
+#   3b. nsys (if the machine has it): one fixture step's kernels in the graph, with PDL;
 #   4. tests/gpu/gpu_session.sh (every GPU check) with PDL;
 #   5. scripts/bench/bench_e2e_session.sh with PDL (fp32 and bf16, the 4B shapes), if time is left.
 # Carry .devrun.txz (full executables, only the libraries the machine lacks), .devrun-fuse.txz
@@ -88,6 +89,20 @@ for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
   echo "$m pdl + transformers rc=$?" | tee -a "$LOG"
   grep -iE "speed-?up" "$OUT/e2e.log" | tail -2 | tee -a "$LOG"
 done
+
+echo "== 3b. nsys, if the machine has it ($((SECONDS - T0)) s)" | tee -a "$LOG"
+NSYS=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -1)
+echo "nsys: ${NSYS:-none}" | tee -a "$LOG"
+if [ -n "$NSYS" ]; then
+  m=nemotronh-m2-tiny
+  timeout 50 "$NSYS" profile --cuda-graph-trace=node -t cuda -f true -o /tmp/prof-$m \
+    "$BIN" bench e2e --model data/models/$m --streams 16 --steps 32 --warmup 8 \
+    --gemm bf16 --configs 'conventional state=fp32' > /tmp/prof-$m.log 2>&1
+  echo "nsys profile rc=$?" | tee -a "$LOG"
+  timeout 40 "$NSYS" stats -r cuda_gpu_trace -f csv -o /tmp/trace-$m /tmp/prof-$m.nsys-rep >> /tmp/prof-$m.log 2>&1
+  echo "nsys stats rc=$?" | tee -a "$LOG"
+  tar -C /tmp -cJf "$OUT/nsys.txz" $(cd /tmp && ls trace-* prof-*.log 2>/dev/null)
+fi
 
 echo "== 4. gpu_session ($((SECONDS - T0)) s)" | tee -a "$LOG"
 OUT=/tmp/gs timeout 240 bash tests/gpu/gpu_session.sh > "$OUT/gpu-session.txt" 2>&1
