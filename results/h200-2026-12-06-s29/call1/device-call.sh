@@ -110,7 +110,7 @@ echo "gpu_session rc=$? ($((SECONDS - T0)) s)" | tee -a "$LOG"
 tar -C /tmp -cJf "$OUT/gpu-session-logs.txz" gs
 tail -40 "$OUT/gpu-session.txt"
 
-left=$((585 - (SECONDS - T0)))
+left=$((${CALL_LIMIT:-585} - (SECONDS - T0)))
 echo "== 5. bench_e2e_session with $left s left" | tee -a "$LOG"
 if [ $left -gt 60 ]; then
   mkdir -p /tmp/e2e
