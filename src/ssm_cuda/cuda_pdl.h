@@ -15,11 +15,11 @@
  * Why the trigger at the top is safe: the next grid's blocks start only once all of this grid's
  * blocks are resident (so they never take this grid's place), and they wait for its completion
  * before touching memory; a kernel two launches later waits for the one in between, which waited
- * for this one. Launched without the attribute (RSSM_PDL unset, or before sm_90), both calls return
+ * for this one. Launched without the attribute (RSSM_PDL=0, or before sm_90), both calls return
  * at once and the launch is the plain one.
  *
- * RSSM_PDL=1 in the environment sets the attribute; unset or anything else launches every kernel
- * the plain way (the A/B switch of the measurement in docs/gpu-results.md). */
+ * RSSM_PDL=0 in the environment launches every kernel the plain way (the A/B switch of the
+ * measurement in docs/gpu-results.md, "Session 29"); unset or anything else sets the attribute. */
 #ifndef RSSM_CUDA_PDL_H
 #define RSSM_CUDA_PDL_H
 
@@ -38,7 +38,7 @@ __device__ __forceinline__ void pdl_enter() {
 #endif
 }
 
-/* 1 with RSSM_PDL=1, else 0 (read once; cuda_pdl.cu). */
+/* 0 with RSSM_PDL=0, else 1 (read once; cuda_pdl.cu). */
 extern "C" int rssm_pdl_enabled(void);
 
 /* kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute (when enabled). A failed
