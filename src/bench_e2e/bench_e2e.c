@@ -3,9 +3,9 @@
  * For a model (a Hugging Face directory, or random weights at the shape of a config.json) and
  * every K of --streams and every configuration set of --configs: one mc_batch of R = C x K rows
  * (C configurations of the set times K token streams), W untimed warm-up steps (the first one
- * captures the CUDA Graph), then N timed steps in blocks; each step is the run engine's
- * teacher-forced step (K tokens in, per-row metrics against configuration 0 out, one host
- * synchronisation). Reported: the median over blocks of the time per step, streams per second =
+ * captures the CUDA Graph), then N timed steps in blocks; the steps are the run engine's
+ * teacher-forced steps (K tokens in, per-row metrics against configuration 0 out), submitted as
+ * the engine submits them: a block is one mc_batch_steps, one host synchronisation. Reported: the median over blocks of the time per step, streams per second =
  * R / (time per step), and the byte model of docs/gpu-runtime.md (weights + SSM state traffic +
  * KV read per step) against the device-to-device copy bandwidth measured in the same process.
  * Optional isolated measurements (--micro on, the default for --shape) of the step's GEMMs
