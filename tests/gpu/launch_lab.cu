@@ -77,8 +77,10 @@ __global__ void rowdot_kernel(const __nv_bfloat16 *W /* [rows][cols] */,
   }
 }
 
-static void launch(void (*kernel)(uint32_t *, int, int), dim3 g, dim3 b, cudaStream_t s, int mode,
-                   uint32_t *x, int n) {
+/* kernel<<<g, b, 0, s>>>(args...), with the PDL attribute unless mode is PDL_OFF */
+template <typename... Params, typename... Args>
+static void lab_launch(void (*kernel)(Params...), dim3 g, dim3 b, cudaStream_t s, int mode,
+                       Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = g;
   cfg.blockDim = b;
@@ -88,21 +90,17 @@ static void launch(void (*kernel)(uint32_t *, int, int), dim3 g, dim3 b, cudaStr
   at[0].val.programmaticStreamSerializationAllowed = mode != PDL_OFF;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, kernel, x, n, mode));
+  CK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
+}
+
+static void launch_hop(dim3 g, dim3 b, cudaStream_t s, int mode, uint32_t *x, int n) {
+  lab_launch(hop_kernel, g, b, s, mode, x, n, mode);
 }
 
 static void launch_rowdot(cudaStream_t s, int mode, const __nv_bfloat16 *W, const __nv_bfloat16 *X,
                           float *Y, int rows, int cols, int R) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)((rows + 7) / 8));
-  cfg.blockDim = dim3(256);
-  cfg.stream = s;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = mode != PDL_OFF;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, rowdot_kernel, W, X, Y, rows, cols, R, mode));
+  lab_launch(rowdot_kernel, dim3((unsigned)((rows + 7) / 8)), dim3(256), s, mode, W, X, Y, rows,
+             cols, R, mode);
 }
 
 typedef struct {
@@ -146,20 +144,20 @@ static void record(lab *L, int kind, int nk, int mode) {
   for (int i = 0; i < nk; i++) {
     int k = i % NSHAPES;
     switch (kind) {
-      case CH_HOPS: launch(hop_kernel, g, b, L->s, mode, L->x, L->n); break;
+      case CH_HOPS: launch_hop(g, b, L->s, mode, L->x, L->n); break;
       case CH_CUBLAS: gemm_cublas(L, k); break;
       case CH_ROWDOT:
         launch_rowdot(L->s, mode, L->W[k], L->X, L->Y, SHAPES[k].rows, SHAPES[k].cols, 16);
         break;
       case CH_MIX_CUBLAS:
-        launch(hop_kernel, g, b, L->s, mode, L->x, L->n);
+        launch_hop(g, b, L->s, mode, L->x, L->n);
         gemm_cublas(L, k);
-        launch(hop_kernel, g, b, L->s, mode, L->x, L->n);
+        launch_hop(g, b, L->s, mode, L->x, L->n);
         break;
       case CH_MIX_ROWDOT:
-        launch(hop_kernel, g, b, L->s, mode, L->x, L->n);
+        launch_hop(g, b, L->s, mode, L->x, L->n);
         launch_rowdot(L->s, mode, L->W[k], L->X, L->Y, SHAPES[k].rows, SHAPES[k].cols, 16);
-        launch(hop_kernel, g, b, L->s, mode, L->x, L->n);
+        launch_hop(g, b, L->s, mode, L->x, L->n);
         break;
     }
   }
