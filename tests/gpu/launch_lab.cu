@@ -7,7 +7,8 @@
  *      without the early trigger, cudaTriggerProgrammaticLaunchCompletion, at its top);
  *   2. the fixture models' GEMM shapes (bf16 W and X, fp32 Y, 16 rows) in a graph: cuBLAS
  *      (cublasGemmEx as mc_model.cu calls it) against one warp per output element row
- *      (`rowdot`), plain and with PDL; rowdot is checked against an fp64 CPU product first;
+ *      (`rowdot`: 16 rows in registers, 16-byte loads), plain and with PDL; rowdot is checked
+ *      against an fp64 CPU product first;
  *   3. a mixed chain (element-wise kernel, GEMM, element-wise kernel) x N, as a step is.
  * Every chain's result is checked after it is timed (the element-wise chain's words against the
  * same map on the CPU: a kernel that ran ahead of its input shows). Prints one line per case: us per graph launch and
@@ -56,24 +57,46 @@ __global__ void hop_kernel(uint32_t *x /* [n] */, int n, int mode) {
   if (i < n) x[i] = x[i] * 1664525u + 1013904223u;
 }
 
-/* Y[r][j] = sum_c W[j][c] X[r][c], one warp per output index j, all R rows (R <= 16) */
+/* Y[r][j] = sum_c W[j][c] X[r][c] for r < ROWS (16: a fixture step's K), one warp per output
+ * index j. Each lane takes 8 consecutive columns at a time with 16-byte loads of W's row and of
+ * every X row (X, ROWS x cols bf16, stays in L1), so the ROWS accumulators are registers (the
+ * row count is a compile-time constant: session 29's first version looped over a runtime count,
+ * its accumulators went to local memory, and it took 32 us a GEMM). cols % 8 == 0 (every fixture
+ * shape). Then a butterfly sum per row; lane 0 writes. Summation order: per lane, columns
+ * ascending in steps of 256, each 8-column group summed in order; then the xor butterfly. */
+template <int ROWS>
 __global__ void rowdot_kernel(const __nv_bfloat16 *W /* [rows][cols] */,
-                              const __nv_bfloat16 *X /* [R][cols] */, float *Y /* [R][rows] */,
-                              int rows, int cols, int R, int mode) {
+                              const __nv_bfloat16 *X /* [ROWS][cols] */,
+                              float *Y /* [ROWS][rows] */, int rows, int cols, int mode) {
   pdl_prologue(mode);
-  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
   if (warp >= rows) return;
-  float acc[16];
-  for (int r = 0; r < 16; r++) acc[r] = 0.0f;
-  const __nv_bfloat16 *w = W + (int64_t)warp * cols;
-  for (int c = lane; c < cols; c += 32) {
-    float wc = __bfloat162float(w[c]);
-    for (int r = 0; r < R; r++) acc[r] += wc * __bfloat162float(X[(int64_t)r * cols + c]);
+  float acc[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) acc[r] = 0.0f;
+  const uint4 *w = (const uint4 *)(W + (int64_t)warp * cols); /* [cols / 8] */
+  for (int c8 = lane; c8 < cols / 8; c8 += 32) {
+    const uint4 wv = __ldg(&w[c8]);
+    const __nv_bfloat162 *wp = (const __nv_bfloat162 *)&wv;
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+      const uint4 xv = __ldg((const uint4 *)(X + (int64_t)r * cols) + c8);
+      const __nv_bfloat162 *xp = (const __nv_bfloat162 *)&xv;
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const float2 wf = __bfloat1622float2(wp[i]), xf = __bfloat1622float2(xp[i]);
+        sum += wf.x * xf.x;
+        sum += wf.y * xf.y;
+      }
+      acc[r] += sum;
+    }
   }
-  for (int r = 0; r < R; r++) {
-    float a = acc[r];
-    for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (lane == 0) Y[(int64_t)r * rows + warp] = a;
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) Y[(int64_t)r * rows + warp] = v;
   }
 }
 
@@ -99,8 +122,12 @@ static void launch_hop(dim3 g, dim3 b, cudaStream_t s, int mode, uint32_t *x, in
 
 static void launch_rowdot(cudaStream_t s, int mode, const __nv_bfloat16 *W, const __nv_bfloat16 *X,
                           float *Y, int rows, int cols, int R) {
-  lab_launch(rowdot_kernel, dim3((unsigned)((rows + 7) / 8)), dim3(256), s, mode, W, X, Y, rows,
-             cols, R, mode);
+  if (R != 16 || cols % 8) {
+    fprintf(stderr, "launch_lab: rowdot takes 16 rows and cols %% 8 == 0 (got %d, %d)\n", R, cols);
+    exit(1);
+  }
+  lab_launch(rowdot_kernel<16>, dim3((unsigned)((rows + 7) / 8)), dim3(256), s, mode, W, X, Y,
+             rows, cols, mode);
 }
 
 typedef struct {
