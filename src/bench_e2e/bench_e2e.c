@@ -5,12 +5,13 @@
  * (C configurations of the set times K token streams), W untimed warm-up steps (the first one
  * captures the CUDA Graph), then N timed steps in blocks; the steps are the run engine's
  * teacher-forced steps (K tokens in, per-row metrics against configuration 0 out), submitted as
- * the engine submits them: a block is one mc_batch_steps, one host synchronisation. Reported: the median over blocks of the time per step, streams per second =
- * R / (time per step), and the byte model of docs/gpu-runtime.md (weights + SSM state traffic +
- * KV read per step) against the device-to-device copy bandwidth measured in the same process.
- * Optional isolated measurements (--micro on, the default for --shape) of the step's GEMMs
- * (cuBLAS, the model's shapes on the runtime's row tile, mc_tile.h, fp32 SGEMM and bf16 GemmEx)
- * and of the SSM engine (ssm_cuda_step at B = K per configuration) split the step time. */
+ * the engine submits them: a block is one mc_batch_steps, one host synchronisation. Reported: the
+ * median over blocks of the time per step, streams per second = R / (time per step), and the byte
+ * model of docs/gpu-runtime.md (weights + SSM state traffic + KV read per step) against the
+ * device-to-device copy bandwidth measured in the same process. Optional isolated measurements
+ * (--micro on, the default for --shape) of the step's GEMMs (cuBLAS, the model's shapes on the
+ * runtime's row tile, mc_tile.h, fp32 SGEMM and bf16 GemmEx) and of the SSM engine (ssm_cuda_step
+ * at B = K per configuration) split the step time. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>

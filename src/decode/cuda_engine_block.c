@@ -77,9 +77,10 @@ static int lockstep(cuda_engine *g, const int64_t *tok, int64_t t0, int64_t t1,
       for (int64_t k = 0; k < K; k++) {
         const mc_row_metrics *ref = &met[k];
         if (!ref->finite) {
-          snprintf(err, errlen, "the reference's logits are not finite at sequence %lld, step %lld "
-                   "(the fp32 reference must stay finite)", (long long)(g->offset + k),
-                   (long long)t);
+          snprintf(err, errlen,
+                   "the reference's logits are not finite at sequence %lld, step %lld "
+                   "(the fp32 reference must stay finite)",
+                   (long long)(g->offset + k), (long long)t);
           return RSSM_ERR_INPUT;
         }
         o->ref_nll[k * N + t] = ref->nll;

@@ -82,6 +82,7 @@ extern "C" int attn_lab_decode_parts(int variant, const float *q, const float *k
   else if (variant == ATTN_LAB_CPASYNC) rc = attn_lab_launch_cpasync(a, D, rep, R, s);
   else return -2;
   if (rc != 0) return rc;
-  pdl_launch(lab_combine_kernel, dim3((unsigned)nH, (unsigned)R), D < 256 ? D : 256, 0, s, a.part_ml, a.part_acc, pos, gate_src, ldgate, o, nH, D, nsplit);
+  pdl_launch(lab_combine_kernel, dim3((unsigned)nH, (unsigned)R), D < 256 ? D : 256, 0, s,
+             a.part_ml, a.part_acc, pos, gate_src, ldgate, o, nH, D, nsplit);
   return mc::launch_ok();
 }

@@ -57,7 +57,8 @@ stream_kernel(Args a) {
 }
 
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
-  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R), WARPS * 32, 0, s, a);
+  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R),
+             WARPS * 32, 0, s, a);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 

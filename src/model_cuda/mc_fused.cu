@@ -185,7 +185,8 @@ template <int SWIGLU>
 int launch_act_bf16(const float *in, float *act, void *actb, int R, int Rpad, int64_t I,
                     void *stream) {
   if (R < 1) return 0;
-  pdl_launch(act_bf16_kernel<SWIGLU>, dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)), EW_THREADS, 0, as_stream(stream), in, act, (__nv_bfloat16 *)actb, R, I);
+  pdl_launch(act_bf16_kernel<SWIGLU>, dim3(row_blocks(I), (unsigned)(Rpad > R ? Rpad : R)),
+             EW_THREADS, 0, as_stream(stream), in, act, (__nv_bfloat16 *)actb, R, I);
   return launch_ok();
 }
 
@@ -197,7 +198,8 @@ int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad
                    const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, 0, as_stream(stream), h, y, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps);
+  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, 0, as_stream(stream), h, y, u,
+             (__nv_bfloat16 *)ub, R, H, w, plus_one, eps);
   return launch_ok();
 }
 
@@ -206,7 +208,8 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
                     float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS, 0, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w, w_per_group, eps);
+  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS, 0,
+             as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w, w_per_group, eps);
   return launch_ok();
 }
 
@@ -228,7 +231,9 @@ int mc_mamba2_conv_prep(float *win, const float *zx, int64_t in_rows, const floa
   if (R < 1) return 0;
   const int64_t gn = (int64_t)G * N;
   if (K < 1 || conv_dim != (int64_t)Hm * P + 2 * gn) return -1;
-  pdl_launch(mamba2_conv_prep_kernel, dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, zx, in_rows, conv_w, conv_b, cv, conv_dim, K, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, Bm, Cm, Hm, P, gn);
+  pdl_launch(mamba2_conv_prep_kernel, dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R),
+             EW_THREADS, 0, as_stream(stream), win, zx, in_rows, conv_w, conv_b, cv, conv_dim, K,
+             A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, Bm, Cm, Hm, P, gn);
   return launch_ok();
 }
 
@@ -242,7 +247,9 @@ int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_o
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const int nvb = (int)blocks_for(value_dim, NORM_THREADS);
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as mc_gdn_prep, layer_gdn.c */
-  pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0, as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log, dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale);
+  pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
+             as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log,
+             dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale);
   return launch_ok();
 }
 
@@ -253,7 +260,9 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   const int64_t di = (int64_t)Hm * P;
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps);
+  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0,
+             as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, (__nv_bfloat16 *)tb, R, P,
+             (int)(di / G), di, w, eps);
   return launch_ok();
 }
 

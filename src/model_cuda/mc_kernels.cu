@@ -222,27 +222,31 @@ extern "C" {
 int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld, const float *w,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
-  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, 0, as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps);
+  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, 0,
+             as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps);
   return launch_ok();
 }
 
 int mc_embed(const float *embed, const int64_t *tok, float *h, int R, int64_t H, void *stream) {
   if (R < 1) return 0;
-  pdl_launch(embed_kernel, dim3(row_blocks(H), (unsigned)R), EW_THREADS, 0, as_stream(stream), embed, tok, h, H);
+  pdl_launch(embed_kernel, dim3(row_blocks(H), (unsigned)R), EW_THREADS, 0, as_stream(stream),
+             embed, tok, h, H);
   return launch_ok();
 }
 
 int mc_conv_step(float *win, const float *x, int64_t ldx, const float *w, const float *bias,
                  float *out, int R, int64_t C, int K, void *stream) {
   if (R < 1) return 0;
-  pdl_launch(conv_step_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, x, ldx, w, bias, out, C, K);
+  pdl_launch(conv_step_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0,
+             as_stream(stream), win, x, ldx, w, bias, out, C, K);
   return launch_ok();
 }
 
 int mc_copy_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int R, int64_t n,
                  void *stream) {
   if (R < 1 || n < 1) return 0;
-  pdl_launch(copy_rows_kernel, dim3(row_blocks(n), (unsigned)R), EW_THREADS, 0, as_stream(stream), src, lds, dst, ldd, n);
+  pdl_launch(copy_rows_kernel, dim3(row_blocks(n), (unsigned)R), EW_THREADS, 0, as_stream(stream),
+             src, lds, dst, ldd, n);
   return launch_ok();
 }
 
@@ -254,9 +258,11 @@ int mc_gdn_prep(const float *cv, const float *ba, int64_t ldba, int64_t b_off, i
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as layer_gdn.c */
   cudaStream_t s = as_stream(stream);
-  pdl_launch(gdn_l2_kernel, dim3((unsigned)Hk, (unsigned)R), 64, 0, s, cv, q, k, Hk, dk, conv_dim, qscale);
+  pdl_launch(gdn_l2_kernel, dim3((unsigned)Hk, (unsigned)R), 64, 0, s, cv, q, k, Hk, dk, conv_dim,
+             qscale);
   if (launch_ok() != 0) return -1;
-  pdl_launch(gdn_gates_kernel, blocks_for((int64_t)R * Hv, EW_THREADS), EW_THREADS, 0, s, ba, ldba, b_off, a_off, A_log, dt_bias, alpha, beta, R, Hv);
+  pdl_launch(gdn_gates_kernel, blocks_for((int64_t)R * Hv, EW_THREADS), EW_THREADS, 0, s, ba, ldba,
+             b_off, a_off, A_log, dt_bias, alpha, beta, R, Hv);
   if (launch_ok() != 0) return -1;
   return mc_copy_rows(cv + 2 * key_dim, conv_dim, v, value_dim, R, value_dim, stream);
 }
@@ -267,7 +273,9 @@ int mc_mamba2_prep(const float *zx, int64_t in_rows, int64_t dt_off, const float
                    int Hm, int P, int G, int N, void *stream) {
   if (R < 1) return 0;
   const int64_t d_inner = (int64_t)Hm * P, gn = (int64_t)G * N;
-  pdl_launch(mamba2_prep_kernel, blocks_for((int64_t)R * Hm, EW_THREADS), EW_THREADS, 0, as_stream(stream), zx, in_rows, dt_off, cv, conv_dim, A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, R, Hm, P);
+  pdl_launch(mamba2_prep_kernel, blocks_for((int64_t)R * Hm, EW_THREADS), EW_THREADS, 0,
+             as_stream(stream), zx, in_rows, dt_off, cv, conv_dim, A_log, dt_bias, dt_lo, dt_hi,
+             pos, alpha, v, R, Hm, P);
   if (launch_ok() != 0) return -1;
   if (mc_copy_rows(cv + d_inner, conv_dim, Bm, gn, R, gn, stream) != 0) return -1;
   return mc_copy_rows(cv + d_inner + gn, conv_dim, Cm, gn, R, gn, stream);
@@ -277,7 +285,8 @@ int mc_mamba2_gate(const float *o, const float *cv, int64_t conv_dim, const floa
                    int64_t in_rows, const float *D, float *t, int R, int Hm, int P,
                    void *stream) {
   if (R < 1) return 0;
-  pdl_launch(mamba2_gate_kernel, dim3(row_blocks((int64_t)Hm * P), (unsigned)R), EW_THREADS, 0, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, Hm, P);
+  pdl_launch(mamba2_gate_kernel, dim3(row_blocks((int64_t)Hm * P), (unsigned)R), EW_THREADS, 0,
+             as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, Hm, P);
   return launch_ok();
 }
 
@@ -295,7 +304,9 @@ int mc_qk_prepare_t(const float *qkv, int64_t ldqkv, int gated, const float *q_n
                     int64_t max_ctx, int RT, int tpr, int nH, int nKV, int D, void *stream) {
   if (RT < 1) return 0;
   if (D > QK_MAX_D || rd > D || rd % 2 != 0 || tpr < 1) return -1;
-  pdl_launch(qk_prepare_kernel, dim3((unsigned)(nH + nKV), (unsigned)RT), 128, 0, as_stream(stream), qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q, kcache, vcache, max_ctx, nH, nKV, D, tpr);
+  pdl_launch(qk_prepare_kernel, dim3((unsigned)(nH + nKV), (unsigned)RT), 128, 0, as_stream(stream),
+             qkv, ldqkv, gated, q_norm, k_norm, rope_cos, rope_sin, rd, eps, pos, q, kcache, vcache,
+             max_ctx, nH, nKV, D, tpr);
   return launch_ok();
 }
 
@@ -303,13 +314,15 @@ int mc_conv_spec(float *win, const float *x, int64_t ldx, const float *w, const 
                  const int *a, float *out, int R, int T, int64_t C, int K, void *stream) {
   if (R < 1) return 0;
   if (T < 1 || K < 1 || K - 1 + T > MC_CONV_SPEC_MAX) return -1;
-  pdl_launch(conv_spec_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream), win, x, ldx, w, bias, a, out, T, C, K);
+  pdl_launch(conv_spec_kernel, dim3(blocks_for(C, EW_THREADS), (unsigned)R), EW_THREADS, 0,
+             as_stream(stream), win, x, ldx, w, bias, a, out, T, C, K);
   return launch_ok();
 }
 
 int mc_swiglu(const float *gu, float *act, int R, int64_t I, void *stream) {
   if (R < 1) return 0;
-  pdl_launch(swiglu_kernel, dim3(row_blocks(I), (unsigned)R), EW_THREADS, 0, as_stream(stream), gu, act, I);
+  pdl_launch(swiglu_kernel, dim3(row_blocks(I), (unsigned)R), EW_THREADS, 0, as_stream(stream), gu,
+             act, I);
   return launch_ok();
 }
 

@@ -147,7 +147,8 @@ extern "C" int mc_row_metrics_launch(const float *logits, const mc_row_stats *st
                                      const int64_t *target, int R, int K, int64_t V,
                                      mc_row_metrics *out, void *stream) {
   if (R < 1 || K < 1) return 0;
-  pdl_launch(row_metrics_kernel, (unsigned)R, MET_THREADS, 0, as_stream(stream), logits, stats, target, K, V, out);
+  pdl_launch(row_metrics_kernel, (unsigned)R, MET_THREADS, 0, as_stream(stream), logits, stats,
+             target, K, V, out);
   return launch_ok();
 }
 
@@ -156,6 +157,7 @@ extern "C" int mc_spec_metrics_launch(const float *logits, const mc_row_stats *s
                                       const int *ref_row, const int64_t *target, int RT,
                                       int64_t V, mc_row_metrics *out, void *stream) {
   if (RT < 1) return 0;
-  pdl_launch(spec_metrics_kernel, (unsigned)RT, MET_THREADS, 0, as_stream(stream), logits, stats, ref_logits, ref_stats, ref_row, target, V, out);
+  pdl_launch(spec_metrics_kernel, (unsigned)RT, MET_THREADS, 0, as_stream(stream), logits, stats,
+             ref_logits, ref_stats, ref_row, target, V, out);
   return launch_ok();
 }

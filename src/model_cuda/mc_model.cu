@@ -667,7 +667,8 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
        DALLOC(b, b->logits, Rp * V * F) == 0 &&
        DALLOC(b, b->stats, R * (int64_t)sizeof(mc_row_stats)) == 0 &&
        DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
-       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->slot_d, 4) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
+       DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
+       DALLOC(b, b->slot_d, 4) == 0 &&
        DALLOC(b, b->pos_d, R * 4) == 0 && DALLOC(b, b->n_d, b->R * 4) == 0 &&
        DALLOC(b, b->a_d, b->R * 4) == 0 && DALLOC(b, b->ref_row_d, R * 4) == 0;
   if (ok && g->prec == MC_GEMM_BF16) {

@@ -23,7 +23,7 @@
 #ifndef RSSM_CUDA_PDL_H
 #define RSSM_CUDA_PDL_H
 
-/* CUDA sources only (a public header of src/ssm_cuda so that src/model_cuda's kernels use it too) */
+/* CUDA sources only (a public header of src/ssm_cuda, so that src/model_cuda uses it too) */
 #ifndef __CUDACC__
 #error "src/ssm_cuda/cuda_pdl.h is for CUDA sources (.cu)"
 #endif

@@ -465,12 +465,16 @@ void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cuda
                  const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
                  const store_params &st1) {
   if (rows == 4) {
-    if (M <= 4) pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
-    else pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+    if (M <= 4)
+      pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+    else
+      pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
     return;
   }
-  if (M <= 4) pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
-  else pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+  if (M <= 4)
+    pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+  else
+    pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {

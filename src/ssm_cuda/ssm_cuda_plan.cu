@@ -170,7 +170,8 @@ unsigned book_blocks(int B) { return (unsigned)((B + BOOK_THREADS - 1) / BOOK_TH
 void launch_plan(const dev_state &d, int op, const uint8_t *active, const ssm_cuda_inputs &in, int nt,
                  const int *nd, cudaStream_t s) {
   const unsigned tokens = op == OP_FLUSH || nt < 1 ? 1u : (unsigned)nt;
-  pdl_launch(plan_kernel, dim3((unsigned)d.B, tokens, plan_chunks(d, op)), PLAN_THREADS, 0, s, d, op, active, in, nt, nd);
+  pdl_launch(plan_kernel, dim3((unsigned)d.B, tokens, plan_chunks(d, op)), PLAN_THREADS, 0, s, d, op, active, in, nt,
+             nd);
 }
 
 void launch_step_book(const dev_state &d, cudaStream_t s) {

@@ -794,14 +794,20 @@ void launch_ro4(int M, dim3 grid, unsigned threads, size_t smem, cudaStream_t s,
     constexpr int MM = decltype(m)::value, FK = decltype(fk)::value;
     if constexpr (MM == 4 && FK == RK_F32) { /* a step's 8-row instances on one wave */
       if (qg <= 2 && ro4_one_wave(blocks, sms)) {
-        if (qg == 1) pdl_launch(ro4_kernel<MM, FK, 1, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
-        else pdl_launch(ro4_kernel<MM, FK, 2, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+        if (qg == 1)
+          pdl_launch(ro4_kernel<MM, FK, 1, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+        else
+          pdl_launch(ro4_kernel<MM, FK, 2, 8>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
         return;
       }
     }
-    if (qg == 1) pdl_launch(ro4_kernel<MM, FK, 1, ro4_rows_q(MM, FK, 1)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
-    else if (qg == 2) pdl_launch(ro4_kernel<MM, FK, 2, ro4_rows_q(MM, FK, 2)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
-    else pdl_launch(ro4_kernel<MM, FK, QG3, ro4_rows_q(MM, FK, QG3)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+    if (qg == 1)
+      pdl_launch(ro4_kernel<MM, FK, 1, ro4_rows_q(MM, FK, 1)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+    else if (qg == 2)
+      pdl_launch(ro4_kernel<MM, FK, 2, ro4_rows_q(MM, FK, 2)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs, NQ);
+    else
+      pdl_launch(ro4_kernel<MM, FK, QG3, ro4_rows_q(MM, FK, QG3)>, grid, threads, smem, s, d, rd, op, q, nt, o, coefs,
+                 NQ);
   };
   if (M <= 4) with_fk<4>(ro4_kind(rd, 4, d.dk), go);
   else with_fk<8>(ro4_kind(rd, 8, d.dk), go);
