@@ -12,7 +12,8 @@
  *   3. a mixed chain (element-wise kernel, GEMM, element-wise kernel) x N, as a step is.
  * Every chain's result is checked after it is timed (the element-wise chain's words against the
  * same map on the CPU: a kernel that ran ahead of its input shows). Prints one line per case:
- * us per graph launch and per kernel. Usage: gpu_launch_lab [reps] (default 200 graph launches per case, after 20).
+ * us per graph launch and per kernel.
+ * Usage: gpu_launch_lab [reps] (default 200 graph launches per case, after 20).
  *
  * Why a graph with PDL edges can be faster: without PDL the next kernel's blocks are launched
  * only after the previous grid has finished and flushed; with the attribute the next grid is
