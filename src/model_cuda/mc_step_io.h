@@ -4,7 +4,8 @@
  *
  * Why: a fixture model's step is ~0.2 ms of ~60 kernels, and the host's part of each step (three
  * pageable uploads of a few hundred bytes, a pageable download of the metrics, a synchronisation
- * before the next launch) left the GPU idle for tens of microseconds per step. Now the host writes
+ * before the next launch) left the GPU idle between steps (removing them took 2-4 % off the
+ * fixture steps on an H100, ~8-10 us: docs/gpu-results.md, "Session 29"). Now the host writes
  * the tokens, positions and targets of up to MC_STEPS_MAX steps into pinned, mapped host buffers
  * ([n][rows] slots); a device counter names the slot of the step in flight: step_ingest copies
  * that slot into the step's device buffers, step_egress copies the metrics into the same slot of

@@ -1,5 +1,5 @@
 /* The switch of cuda_pdl.h: Programmatic Dependent Launch unless RSSM_PDL=0 (on since the H100
- * runs of 2026-12-06 showed whole runs bit-identical with and without it and fixture steps 4-6 %
+ * runs of 2026-12-06 showed whole runs bit-identical with and without it and fixture steps 4.4-6 %
  * faster: docs/gpu-results.md, "Session 29"). Read once (a function-local static: initialised
  * once even with several host threads), so that every launch of a run, and of the graphs it
  * captures, is launched alike. */
