@@ -65,7 +65,7 @@ static int parse_words(const char *text, bg_options *o, int which) {
       if (which == W_SHAPE)
         cli_error(CMD, "--shape: '%s' (expected a list of qwen-tiny, nemo-tiny, qwen4b, nano4b)", t);
       else if (which == W_PREC) cli_error(CMD, "--prec: '%s' (expected a list of fp32, bf16)", t);
-      else cli_error(CMD, "--variants: '%s' (expected a list of cublas, stream, splitk, stream4 or 0..3)", t);
+      else cli_error(CMD, "--variants: '%s' (expected a list of cublas, stream, splitk, stream4, mma4, mma8 or 0..5)", t);
       return 2;
     }
     dst[which][n++] = found;
@@ -103,7 +103,8 @@ int bg_parse(int argc, char **argv, bg_options *o) {
        .help = "GEMM precisions: fp32 (cublasSgemm without TF32), bf16 (bf16 W and X, fp32\n"
                "accumulation)"},
       {.name = "--variants", .type = CLI_STR, .dest = &variants, .meta = "LIST", .def = "all",
-       .help = "cublas,stream,splitk,stream4 (or 0..3); docs/bench-gemm.md"},
+       .help = "cublas,stream,splitk,stream4,mma4,mma8 (or 0..5; mma: bf16 only);\n"
+               "docs/bench-gemm.md"},
       {.name = "--reps", .type = CLI_INT, .dest = &o->reps, .meta = "N", .def = "20", .lo = 1,
        .hi = 10000, .help = "timed launches per point (the median is reported)"},
       {.name = "--warmup", .type = CLI_INT, .dest = &o->warmup, .meta = "N", .def = "3", .lo = 0,
@@ -123,7 +124,7 @@ int bg_parse(int argc, char **argv, bg_options *o) {
       .about = "Times the GEMMs of one decode step Y[R][rows] = X[R][cols] W[rows][cols]^T of the\n"
                "fixture models and the 4B shapes with each small-GEMM-lab variant (the runtime's\n"
                "per-tile cuBLAS calls, a weight-streaming kernel in two warp shapes, its split-K\n"
-               "form), per GEMM and per step, in microseconds, GB/s of weight bytes and percent\n"
+               "form, the tensor-core kernel with 4 or 8 warps a block), per GEMM and per step, in microseconds, GB/s of weight bytes and percent\n"
                "of the copy bandwidth measured in the same run. Every variant is first checked\n"
                "against an fp64 evaluation within its error bound; the stream variants also bit\n"
                "for bit against the CPU reference of their summation order and for row\n"

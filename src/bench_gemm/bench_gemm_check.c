@@ -19,6 +19,9 @@
  *    3.5). SGEMM without TF32 rounds as IEEE fp32. bf16 GemmEx runs on tensor cores, whose fp32
  *    accumulation may truncate the aligned addends (Fasi et al. 2021), up to 2u per addition:
  *    gemm_lab_bound_cublas uses 2u for both precisions, gamma with 2u at d = cols + 1.
+ *  - the mma variants (4, 5; mc_gemm_mma.h): products exact, the tensor cores' fp32 sums as
+ *    cuBLAS's (2u per addition), then kw - 1 additions of the warps' partial sums: gamma with 2u
+ *    at d = cols + kw (gemm_lab_bound_mma).
  *  - the fp64 evaluation's own error (cols additions at 2^-53 of A) is added: cols 2^-52 A.
  * Each checked output must satisfy |gpu - y64| <= (bound + cols 2^-52) A. The stream variants
  * must moreover equal gemm_lab_ref_order bit for bit (the same fmaf sequence on both sides), and
@@ -225,7 +228,7 @@ static int invariance(gemm_lab_ctx *c, int variant, ck_bufs *b, int R, int tile,
 int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols, const int *Rs, int nR,
                        int tile, int nsplit, gemm_check_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
-  res->cpu_diff = variant == GEMM_LAB_CUBLAS ? -1 : 0;
+  res->cpu_diff = gemm_lab_is_order(variant) ? 0 : -1;
   if (variant == GEMM_LAB_SPLITK && nsplit <= 0) {
     int dev = 0, sms = 1;
     cudaGetDevice(&dev);
@@ -235,12 +238,15 @@ int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols,
   if (variant != GEMM_LAB_SPLITK) nsplit = 1;
   res->nsplit = nsplit;
   if (cache_fill(p, rows, cols, err, errlen) != 0) return -1;
-  const int order = variant != GEMM_LAB_CUBLAS;
+  const int order = gemm_lab_is_order(variant);
   if (order && cache.ref_split != nsplit) {
     gemm_lab_ref_order(p, cache.Ws, cache.X, cache.ref, CK_RMAX, cache.ns, cols, nsplit);
     cache.ref_split = nsplit;
   }
-  const double bound = order ? gemm_lab_bound_order(p, cols, nsplit) : gemm_lab_bound_cublas(cols);
+  const double bound = order                      ? gemm_lab_bound_order(p, cols, nsplit)
+                       : variant == GEMM_LAB_MMA4 ? gemm_lab_bound_mma(cols, 4)
+                       : variant == GEMM_LAB_MMA8 ? gemm_lab_bound_mma(cols, 8)
+                                                  : gemm_lab_bound_cublas(cols);
   static gemm_lab_ctx *c = NULL; /* one handle for every call (creating one costs ~0.1 s); the
                                     process's end frees it */
   if (!c && !(c = gemm_lab_create(NULL))) {

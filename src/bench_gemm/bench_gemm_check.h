@@ -22,10 +22,11 @@ typedef struct {
   double worst_ratio;  /* max over checked outputs of |gpu - fp64| / (bound A) (<= 1 passes) */
   double worst_rel;    /* max |gpu - fp64| / A, A = sum |x w| */
   int64_t cpu_diff;    /* variants 1-3: checked outputs whose bits differ from gemm_lab_ref_order
-                          (must be 0); variant 0: not computed (-1) */
+                          (must be 0); variants 0, 4, 5: not computed (-1) */
   int64_t inv_diff;    /* outputs of rows computed alone or in the reversed batch whose bits differ
                           from the same row in the batch: must be 0 for variants 1-3; reported
-                          only for variant 0 (cuBLAS promises nothing; the runtime's tile) */
+                          only for variants 0, 4, 5 (cuBLAS promises nothing; the runtime's
+                          tile; the tensor cores' order is the hardware's) */
   int64_t checked;     /* outputs compared with fp64 (over every R) */
   int nsplit;          /* the split count used */
 } gemm_check_result;

@@ -6,7 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk", "stream4"};
+static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas",  "stream", "splitk",
+                                                      "stream4", "mma4",   "mma8"};
 
 const char *gemm_lab_name(int variant) {
   return variant >= 0 && variant < GEMM_LAB_NVARIANTS ? names[variant] : NULL;
@@ -18,6 +19,15 @@ int gemm_lab_parse(const char *text) {
     if (strcmp(text, names[v]) == 0 || strcmp(text, digit) == 0) return v;
   }
   return -1;
+}
+
+int gemm_lab_is_order(int variant) {
+  return variant == GEMM_LAB_STREAM || variant == GEMM_LAB_SPLITK || variant == GEMM_LAB_STREAM4;
+}
+
+int gemm_lab_has_prec(int variant, gemm_lab_prec p) {
+  if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return 0;
+  return p == GEMM_LAB_BF16 || (variant != GEMM_LAB_MMA4 && variant != GEMM_LAB_MMA8);
 }
 
 const char *gemm_lab_prec_name(gemm_lab_prec p) { return p == GEMM_LAB_BF16 ? "bf16" : "fp32"; }
@@ -94,4 +104,8 @@ double gemm_lab_bound_order(gemm_lab_prec p, int64_t cols, int nsplit) {
  * both precisions, gamma computed with 2u. */
 double gemm_lab_bound_cublas(int64_t cols) {
   return gamma_of((double)cols + 1.0, ldexp(1.0, -23));
+}
+
+double gemm_lab_bound_mma(int64_t cols, int kw) {
+  return gamma_of((double)cols + (double)(kw > 1 ? kw : 1), ldexp(1.0, -23));
 }

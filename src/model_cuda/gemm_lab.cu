@@ -1,12 +1,14 @@
 /* The small-GEMM lab's entry point (gemm_lab.h): the cuBLAS handle, X's bf16 rounding (as the
  * runtime's f32_to_bf16), variant 0 (the runtime's per-tile cuBLAS calls, copied from gemm() in
  * mc_model.cu, which this lab does not change) and the dispatch to the stream kernels
- * (gemm_lab_stream.cu); the device fill of random weights for the bench and the check. */
+ * (gemm_lab_stream.cu) and to the runtime's tensor-core kernel (mc_gemm_mma.cu); the device fill of
+ * random weights for the bench and the check. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
 #include "src/model_cuda/gemm_lab.h"
 #include "src/model_cuda/gemm_lab_stream.cuh"
+#include "src/model_cuda/mc_gemm_mma.h"
 
 struct gemm_lab_ctx {
   cublasHandle_t blas;
@@ -110,6 +112,10 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
   if (nsplit < 1 || nsplit > GEMM_LAB_MAX_SPLITS) return -2;
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return -2;
   if (variant == GEMM_LAB_SPLITK && nsplit > 1 && !scratch) return -2;
+  if (!gemm_lab_has_prec(variant, p)) return -2;
+  if (variant == GEMM_LAB_MMA4 || variant == GEMM_LAB_MMA8) /* fp32 X, rounded in the kernel */
+    return mc_gemm_mma(static_cast<const uint16_t *>(W), X, 1, Y, rows, R, rows, cols,
+                       variant == GEMM_LAB_MMA4 ? 4 : 8, c->stream);
   const int64_t Ra = gemm_lab_rows_alloc(variant, R, tile);
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);

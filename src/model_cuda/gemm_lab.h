@@ -33,6 +33,11 @@
  *             GEMM_LAB_RB_WIDE = 8 rows of X per warp (each X load feeds 4 weight rows, and a lane
  *             has 4 x 2 16-byte weight loads in flight; at large R twice the row groups re-read
  *             the weights from L2). The same order as variant 1, so the same bits.
+ *   4 mma4    bf16 only: the runtime's tensor-core kernel (mc_gemm_mma.h) with 4 warps a block,
+ *             reading fp32 X and rounding it to bf16 as it loads it (no rounding launch first);
+ *   5 mma8    the same with 8 warps a block (the runtime picks one of the two by
+ *             mc_gemm_mma_warps). The tensor cores' order, not THE FIXED ORDER: checked against
+ *             gemm_lab_bound_mma; row invariance is printed, not required.
  *
  * THE FIXED ORDER (variants 1, 2 and 3, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
@@ -58,8 +63,15 @@
 extern "C" {
 #endif
 
-enum { GEMM_LAB_CUBLAS = 0, GEMM_LAB_STREAM = 1, GEMM_LAB_SPLITK = 2, GEMM_LAB_STREAM4 = 3 };
-#define GEMM_LAB_NVARIANTS 4
+enum {
+  GEMM_LAB_CUBLAS = 0,
+  GEMM_LAB_STREAM = 1,
+  GEMM_LAB_SPLITK = 2,
+  GEMM_LAB_STREAM4 = 3,
+  GEMM_LAB_MMA4 = 4,
+  GEMM_LAB_MMA8 = 5
+};
+#define GEMM_LAB_NVARIANTS 6
 typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
@@ -75,12 +87,17 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_NW_WIDE 4
 #define GEMM_LAB_RB_WIDE 8
 
-/* "cublas", "stream", "splitk", "stream4" for 0..3; NULL otherwise. */
+/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8" for 0..5; NULL otherwise. */
 const char *gemm_lab_name(int variant);
 /* The variant numbered by name or digit ("1" or "stream"); -1 if none. */
 int gemm_lab_parse(const char *text);
 /* "fp32", "bf16" */
 const char *gemm_lab_prec_name(gemm_lab_prec p);
+/* Whether the variant computes THE FIXED ORDER (1, 2, 3: bit-exact against gemm_lab_ref_order
+ * and row-invariant by construction). */
+int gemm_lab_is_order(int variant);
+/* Whether the variant runs at precision p (the mma variants: bf16 only). */
+int gemm_lab_has_prec(int variant, gemm_lab_prec p);
 /* Values of k per chunk (one 16-byte load of W): 8 for bf16, 4 for fp32. */
 int gemm_lab_chunk(gemm_lab_prec p);
 /* Bytes of one weight element: 2 or 4. */
@@ -129,6 +146,9 @@ void gemm_lab_ref64(gemm_lab_prec p, const void *W /* [rows][cols] */,
  *    gamma'_cols = 2 cols u / (1 - 2 cols u), for both precisions. */
 double gemm_lab_bound_order(gemm_lab_prec p, int64_t cols, int nsplit);
 double gemm_lab_bound_cublas(int64_t cols);
+/*  - the mma variants (mc_gemm_mma.h): the tensor cores' sums as cuBLAS's (2u per addition),
+ *    then the kw - 1 additions of the warps' partial sums: gamma' at d = cols + kw. */
+double gemm_lab_bound_mma(int64_t cols, int kw);
 
 #ifdef RSSM_HAVE_CUDA
 /* A cuBLAS handle with its own 32 MiB workspace and math mode CUBLAS_DEFAULT_MATH (as the
@@ -141,9 +161,11 @@ void gemm_lab_destroy(gemm_lab_ctx *c);
  * [rows][cols]. X fp32 [Ra][cols], Y [Ra][rows], Ra = gemm_lab_rows_alloc(variant, R, tile).
  * xb: bf16 scratch of Ra cols elements (bf16 only; X rounded into it first, as the runtime's xb).
  * scratch: gemm_lab_scratch_floats(R, rows, nsplit) floats (variant 2 only). tile: variant 0's
- * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer 16-byte aligned.
- * Returns 0, -1 on a launch or cuBLAS error, -2 when the arguments are not supported (R outside
- * 1..64, nsplit outside 1..GEMM_LAB_MAX_SPLITS, tile < 1). */
+ * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer
+ * 16-byte aligned. The mma variants read X itself (not xb) and need cols % 8 == 0. Returns 0, -1 on
+ * a launch or cuBLAS error, -2 when the arguments are not supported (R outside 1..64, nsplit
+ * outside 1..GEMM_LAB_MAX_SPLITS, tile < 1, an mma variant at fp32 or on a shape
+ * mc_gemm_mma_supported refuses). */
 int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const void *W /* [rows][cols] */,
                  const float *X /* [Ra][cols] */, uint16_t *xb /* [Ra][cols] */,
                  float *scratch /* [nsplit][R][rows] */, float *Y /* [Ra][rows] */, int R,

@@ -24,6 +24,7 @@
 #include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_fit.h"
 #include "src/model_cuda/mc_fused.h"
+#include "src/model_cuda/mc_gemm_mma.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
@@ -35,6 +36,14 @@
 using namespace mcm;
 
 namespace {
+
+/* The bf16 models' GEMM kernel: RSSM_GEMM_BF16=mma the tensor-core kernel (mc_gemm_mma.h),
+ * unset or anything else cuBLAS (the A/B switch of issue 18's measurement; bf16 GEMMs are
+ * `bench e2e --gemm bf16`'s and gpu_check_mc_forward's, never a run of record's). */
+int gemm_kernel_from_env() {
+  const char *v = getenv("RSSM_GEMM_BF16");
+  return v && strcmp(v, "mma") == 0;
+}
 
 /* A device array filled from up to four host pieces laid end to end ([n0 | n1 | n2 | n3]). */
 float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullptr, int64_t n1 = 0,
@@ -304,6 +313,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
+  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_from_env();
   const char *tile_env = getenv("RSSM_TEST_ROW_TILE");
   if (tile_env && (strcmp(tile_env, "16") == 0 || strcmp(tile_env, "64") == 0))
     g->row_tile = atoi(tile_env);
@@ -383,6 +393,27 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
+/* bf16 models with the tensor-core kernel (mc_gemm_mma.h): Y = W . X on 64-row pieces of the
+ * padded batch (the kernel's bits do not depend on the rows in a call). X: bf16 [Rpad][cols]
+ * (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads it (x_f32 = 1). Returns 0, -1 on a
+ * launch error, -2 when the kernel does not take the shape (nothing launched: cuBLAS then). */
+int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,
+             float *Y /* [Rpad][ldy] */, int64_t ldy) {
+  const int kw = mc_gemm_mma_warps(rows, b->g->sms);
+  const size_t xsize = x_f32 ? sizeof(float) : sizeof(uint16_t);
+  if (!mc_gemm_mma_supported(W, X, b->Rpad < MC_GEMM_MMA_MAX_R ? b->Rpad : MC_GEMM_MMA_MAX_R, rows,
+                             cols, ldy))
+    return -2;
+  for (int r0 = 0; r0 < b->Rpad; r0 += MC_GEMM_MMA_MAX_R) {
+    const int n = b->Rpad - r0 < MC_GEMM_MMA_MAX_R ? b->Rpad - r0 : MC_GEMM_MMA_MAX_R;
+    const char *x = static_cast<const char *>(X) + (size_t)r0 * (size_t)cols * xsize;
+    if (mc_gemm_mma(static_cast<const uint16_t *>(W), x, x_f32, Y + (int64_t)r0 * ldy, ldy, n, rows,
+                    cols, kw, b->stream) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
  * by gemm below, or by the fused kernel that produced X: mc_fused.h). */
 int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
@@ -390,6 +421,10 @@ int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* 
   const float one = 1.0f, zero = 0.0f;
   const int tile = b->g->row_tile;
   if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols) return -1;
+  if (b->g->gemm_mma) {
+    const int rc = gemm_mma(b, W, rows, cols, b->xb, 0, Y, ldy);
+    if (rc != -2) return rc;
+  }
   for (int r0 = 0; r0 < b->Rpad; r0 += tile)
     if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
                      CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF, (int)cols,
@@ -409,6 +444,10 @@ int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X 
   const float one = 1.0f, zero = 0.0f;
   const int tile = b->g->row_tile;
   if (b->g->prec == MC_GEMM_BF16) {
+    if (b->g->gemm_mma) { /* X read as fp32 and rounded in the kernel: no f32_to_bf16 launch */
+      const int rc = gemm_mma(b, W, rows, cols, X, 1, Y, ldy);
+      if (rc != -2) return rc;
+    }
     if (cols > b->gemm_cols || f32_to_bf16(X, b->xb, (int64_t)b->Rpad * cols, b->stream) != 0)
       return -1;
     return gemm_xb(b, W, rows, cols, Y, ldy);

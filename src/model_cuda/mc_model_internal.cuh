@@ -66,6 +66,9 @@ struct mc_model {
   /* MoE maxima over the blocks (0 without MoE) */
   int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
   int sms;           /* multiprocessors of the device (the attention's split count) */
+  /* bf16 models: the GEMM kernel, cuBLAS (0) or the tensor-core kernel of mc_gemm_mma.h (1),
+   * from RSSM_GEMM_BF16 at upload (gemm_kernel_from_env in mc_model.cu) */
+  int gemm_mma;
 };
 
 struct mc_batch {

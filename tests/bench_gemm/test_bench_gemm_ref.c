@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "src/model_cuda/gemm_lab.h"
+#include "src/model_cuda/mc_gemm_mma.h"
 
 static uint64_t st = 0x5eedULL;
 static double u01(void) {
@@ -101,4 +102,34 @@ Test(gemm_lab_ref, bounds_are_meaningful) {
     cr_assert(bb <= bo); /* 8 values per chunk: the same chain length in values, no longer */
   }
   cr_assert(gemm_lab_bound_order(GEMM_LAB_FP32, 12544, 1) < gemm_lab_bound_cublas(12544));
+  /* the tensor-core kernel's: cuBLAS's argument plus the kw - 1 additions of the warps' partial
+     sums, so just above cuBLAS's at the same cols and growing with kw */
+  for (size_t i = 0; i < 4; i++) {
+    const double bc = gemm_lab_bound_cublas(cols[i]);
+    const double b4 = gemm_lab_bound_mma(cols[i], 4), b8 = gemm_lab_bound_mma(cols[i], 8);
+    cr_assert(bc < b4 && b4 < b8 && b8 < 1.01 * gemm_lab_bound_cublas(cols[i] + 8), "cols %lld", (long long)cols[i]);
+  }
+}
+
+/* The tensor-core kernel's host-side choices (mc_gemm_mma.h): 4 warps a block only when the
+ * 16-row blocks give every SM at least 4 (the 4B shapes' large weights), else 8 (the tiny
+ * models); the shapes it refuses (the runtime then calls cuBLAS). */
+Test(gemm_mma, warps_and_supported_shapes) {
+  cr_assert_eq(mc_gemm_mma_warps(18432, 132), 4);    /* 1152 blocks >= 528 */
+  cr_assert_eq(mc_gemm_mma_warps(16 * 528, 132), 4); /* exactly 4 per SM */
+  cr_assert_eq(mc_gemm_mma_warps(16 * 528 - 16, 132), 8);
+  cr_assert_eq(mc_gemm_mma_warps(2560, 132), 8); /* 160 blocks */
+  cr_assert_eq(mc_gemm_mma_warps(256, 132), 8);
+  cr_assert_eq(mc_gemm_mma_warps(18432, 0), 8); /* no device figure: the wider block */
+  _Alignas(16) static uint16_t w[64];
+  _Alignas(16) static float x[64];
+  cr_assert(mc_gemm_mma_supported(w, x, 1, 16, 2560, 16));
+  cr_assert(mc_gemm_mma_supported(w, x, 64, 248320, 2560, 248320));
+  cr_assert(!mc_gemm_mma_supported(w, x, 0, 16, 2560, 16)); /* R outside 1..64 */
+  cr_assert(!mc_gemm_mma_supported(w, x, 65, 16, 2560, 16));
+  cr_assert(!mc_gemm_mma_supported(w, x, 8, 16, 2564, 16));     /* cols % 8 != 0 */
+  cr_assert(!mc_gemm_mma_supported(w, x, 8, 16, 2560, 15));     /* ldy < rows */
+  cr_assert(!mc_gemm_mma_supported(w + 1, x, 8, 16, 2560, 16)); /* W not 16-byte aligned */
+  cr_assert(!mc_gemm_mma_supported(w, x + 2, 8, 16, 2560, 16)); /* X not 16-byte aligned */
+  cr_assert(!mc_gemm_mma_supported(w, x, 8, (int64_t)1 << 31, 2560, (int64_t)1 << 31));
 }

@@ -1,0 +1,19 @@
+/* The host-side choices of the tensor-core GEMM (mc_gemm_mma.h): its warp count per block and the
+ * arguments it takes. Pure C, so that the CPU build and its tests have them. */
+#include "src/model_cuda/mc_gemm_mma.h"
+
+#include <stdint.h>
+
+int mc_gemm_mma_warps(int64_t rows, int sms) {
+  const int64_t blocks = (rows + 15) / 16; /* one block per 16 weight rows */
+  return sms > 0 && blocks >= 4 * (int64_t)sms ? 4 : 8;
+}
+
+int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
+                          int64_t ldy) {
+  if (R < 1 || R > MC_GEMM_MMA_MAX_R || rows < 1 || cols < 1) return 0;
+  if (rows > INT32_MAX || cols > INT32_MAX || ldy < rows || cols % 8 != 0) return 0;
+  /* 16-byte loads of W rows and X rows: the bases aligned, and cols % 8 == 0 keeps every row of
+     bf16 W (and of bf16 or fp32 X) on a 16-byte boundary */
+  return ((uintptr_t)W & 15) == 0 && ((uintptr_t)X & 15) == 0;
+}

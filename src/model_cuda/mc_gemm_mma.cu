@@ -1,0 +1,184 @@
+/* The tensor-core skinny GEMM (mc_gemm_mma.h): the kernel and its launcher.
+ *
+ * mma.sync.m16n8k16 (bf16 in, fp32 accumulate) fragments, per the PTX ISA, for lane = 4 g + t:
+ *   A (16 x 16, row-major) regs {A[g][2t, 2t+1]}, {A[g+8][2t, 2t+1]}, {A[g][2t+8, 2t+9]},
+ *     {A[g+8][2t+8, 2t+9]}, the lower index in the lower 16 bits;
+ *   B (16 x 8, column-major) regs {B[2t, 2t+1][g]}, {B[2t+8, 2t+9][g]};
+ *   D (16 x 8) {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
+ * A is W (16 weight rows), B is X^T (8 rows of X), D[n][r] = Y[r][n]. A lane's 16-byte load of
+ * W[n][k0 + 8t .. + 7] holds four such bf16 pairs (words 0..3: k0 + 8t + {0,1}, {2,3}, {4,5},
+ * {6,7}); taking words 0 and 1 as the pairs at slots 2t and 2t + 8 of one mma, and words 2 and 3
+ * of the next, for W and for X alike, maps the 16 slots of each mma to 16 distinct k of the 32
+ * (slot 2t + e -> 8t + e, slot 2t + 8 + e -> 8t + 2 + e; then + 4): the slot-to-k map depends
+ * only on the slot, so A's and B's k agree and every product is formed once. No shared-memory
+ * staging: each lane's loads are whole 16-byte pieces of W and X rows as they lie in memory. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <string.h>
+
+#include "src/model_cuda/mc_gemm_mma.h"
+#include "src/ssm_cuda/cuda_pdl.h"
+
+namespace {
+
+/* 32-k steps whose W loads a warp issues before using the first: ~4 KB in flight per warp */
+constexpr int PREFETCH = 4;
+
+/* d += A B for one m16n8k16 (bf16 A, B; fp32 D) */
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  __trap(); /* mc_gemm_mma refuses devices before sm_80 */
+#endif
+}
+
+/* two floats as a bf16 pair, each rounded to nearest even (as f32_to_bf16 / __float2bfloat16_rn),
+   lo in the lower 16 bits */
+__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+/* 8 consecutive values of X from element off (16-byte aligned) as 4 bf16 pairs */
+template <bool XF32>
+__device__ __forceinline__ uint4 load_x(const void *X, int64_t off);
+template <>
+__device__ __forceinline__ uint4 load_x<false>(const void *X, int64_t off) {
+  return __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(X) + off));
+}
+template <>
+__device__ __forceinline__ uint4 load_x<true>(const void *X, int64_t off) {
+  const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(X) + off);
+  const float4 a = __ldg(p), b = __ldg(p + 1);
+  return make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y),
+                    bf16_pair(b.z, b.w));
+}
+
+/* Grid: one block per 16 weight rows; KW warps per block; RT: tiles of 8 rows of X (8 RT >= R). */
+template <int RT, int KW, bool XF32>
+__global__ void __launch_bounds__(KW * 32)
+    gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
+                    const void *__restrict__ X /* [R][cols] bf16 or fp32 */,
+                    float *__restrict__ Y /* [R][ldy] */, int64_t ldy, int R, int rows, int cols) {
+  pdl_enter();
+  __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][weight row], padded against bank
+                                            conflicts */
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * 16;
+  const int nsteps = (cols + 31) / 32;
+  /* rows past `rows`, X rows past R and k past cols load from a valid address (row n0 / row 0,
+     k 0) and are then replaced by zeros: the loads stay branch-free, so the warp reaches each
+     mma.sync converged */
+  const bool lo_ok = n0 + g < rows, hi_ok = n0 + g + 8 < rows;
+  const int64_t lo_row = (int64_t)(lo_ok ? n0 + g : n0) * cols;
+  const int64_t hi_row = (int64_t)(hi_ok ? n0 + g + 8 : n0) * cols;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  float acc[RT][4];
+#pragma unroll
+  for (int j = 0; j < RT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+
+  for (int s0 = warp; s0 < nsteps; s0 += KW * PREFETCH) {
+    uint4 wlo[PREFETCH], whi[PREFETCH];
+#pragma unroll
+    for (int u = 0; u < PREFETCH; u++) {
+      const int s = s0 + u * KW, k = 32 * s + 8 * t;
+      const bool k_ok = s < nsteps && k < cols;
+      const int64_t kk = k_ok ? k : 0;
+      const uint4 a = __ldcs(reinterpret_cast<const uint4 *>(W + lo_row + kk));
+      const uint4 b = __ldcs(reinterpret_cast<const uint4 *>(W + hi_row + kk));
+      wlo[u] = k_ok && lo_ok ? a : zero;
+      whi[u] = k_ok && hi_ok ? b : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < PREFETCH; u++) {
+      const int s = s0 + u * KW, k = 32 * s + 8 * t;
+      if (s >= nsteps) break; /* warp-uniform */
+      const bool k_ok = k < cols;
+#pragma unroll
+      for (int j = 0; j < RT; j++) {
+        const int r = 8 * j + g;
+        const bool x_ok = k_ok && r < R;
+        const uint4 xl = load_x<XF32>(X, x_ok ? (int64_t)r * cols + k : 0);
+        const uint4 x = x_ok ? xl : zero;
+        __syncwarp();
+        mma_bf16(acc[j], wlo[u].x, whi[u].x, wlo[u].y, whi[u].y, x.x, x.y);
+        mma_bf16(acc[j], wlo[u].z, whi[u].z, wlo[u].w, whi[u].w, x.z, x.w);
+      }
+    }
+  }
+
+  /* the KW partial sums of each output, added in warp order (a fixed order: the bits do not
+     depend on which warp finished first) */
+#pragma unroll
+  for (int j = 0; j < RT; j++) {
+    part[warp][8 * j + 2 * t][g] = acc[j][0];
+    part[warp][8 * j + 2 * t + 1][g] = acc[j][1];
+    part[warp][8 * j + 2 * t][g + 8] = acc[j][2];
+    part[warp][8 * j + 2 * t + 1][g + 8] = acc[j][3];
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < RT * 8 * 16; o += KW * 32) {
+    const int r = o >> 4, n = o & 15; /* consecutive threads: consecutive columns of Y */
+    if (r >= R || n0 + n >= rows) continue;
+    float y = part[0][r][n];
+#pragma unroll
+    for (int w = 1; w < KW; w++) y = y + part[w][r][n];
+    Y[(int64_t)r * ldy + n0 + n] = y;
+  }
+}
+
+template <int RT, int KW>
+void launch(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy, int R, int rows,
+            int cols, cudaStream_t s) {
+  const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32);
+  if (x_f32)
+    pdl_launch(gemm_mma_kernel<RT, KW, true>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
+  else
+    pdl_launch(gemm_mma_kernel<RT, KW, false>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
+}
+
+template <int KW>
+void launch_kw(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy, int R, int rows,
+               int cols, cudaStream_t s) {
+  if (R <= 8)
+    launch<1, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+  else if (R <= 16)
+    launch<2, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+  else if (R <= 32)
+    launch<4, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+  else
+    launch<8, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+}
+
+/* sm_80 or later (mma.sync with bf16), read once per device */
+bool device_has_mma() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+    return false;
+  return major >= 8;
+}
+
+}  // namespace
+
+extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy,
+                           int R, int64_t rows, int64_t cols, int kw, void *stream) {
+  static const bool has_mma = device_has_mma();
+  if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) || (kw != 4 && kw != 8))
+    return -2;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (kw == 4)
+    launch_kw<4>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, s);
+  else
+    launch_kw<8>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, s);
+  return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}

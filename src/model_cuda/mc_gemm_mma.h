@@ -1,0 +1,66 @@
+/* A skinny bf16 GEMM on the tensor cores for the decode step (issue 18):
+ *
+ *     Y[r][n] = sum_k X[r][k] W[n][k],   r < R <= 64 rows, n < rows, k < cols,
+ *
+ * W bf16 (the runtime's bf16 weights, mc_gemm_prec MC_GEMM_BF16), X bf16 or fp32 (fp32 X is
+ * rounded to bf16, nearest even, as it is loaded: the same values f32_to_bf16 writes into xb, so
+ * the two entries give the same bits), products exact, fp32 accumulation, fp32 Y.
+ *
+ * Why a kernel of our own beside cuBLAS (docs/bench-gemm.md): at R <= 64 a GEMM is a read of W,
+ * and cuBLAS's bf16 GEMMs read the 4B shapes' weights at 57-62 % of the copy bandwidth (the
+ * e2e step's largest part: 4.9 of 8.8 ms at K = 64 on an H100), while on the fixture models each
+ * cuBLAS call costs ~3 us in a graph (launch and tail, not bytes) and takes no part in
+ * Programmatic Dependent Launch. This kernel streams W once with 16-byte loads from enough warps
+ * to keep the bytes in flight, needs no split-K scratch, starts with pdl_enter() (cuda_pdl.h) and
+ * reads fp32 X directly (no rounding launch before it).
+ *
+ * Shape of the work. A block owns 16 weight rows and has KW warps; warp w takes the 32-k steps
+ * w, w + KW, w + 2 KW, ... (so the block reads KW x 64 contiguous bytes of each row per round).
+ * Per step a lane (g = lane / 4, t = lane % 4) loads W[n0 + g][32 s + 8 t .. + 7] and
+ * W[n0 + g + 8][same] (16 bytes each) and, per 8 rows of X, X[8 j + g][same]; these feed two
+ * mma.m16n8k16 (W as the row-major A, X as the column-major B) whose 16 k slots are a fixed
+ * permutation of the step's 32 k, the same for A and B (slot 2t + e <-> k = 8t + e, slot 2t + 8 + e
+ * <-> 8t + 2 + e in the first, +4 in the second), so each product W[n][k] X[r][k] is formed
+ * exactly once. Then the KW warps' partial sums are added in shared memory in warp order.
+ *
+ * Numerics: products of bf16 are exact in fp32; the sums are the tensor cores' (fp32 with
+ * possible truncation at alignment, as cuBLAS's bf16 GEMMs: gemm_lab_bound_cublas) then KW - 1
+ * fp32 additions: |y - y64| <= gamma'(cols + KW) sum |x w|. The bits of an output depend on W, its
+ * X row, cols and KW (a function of rows and the device: mc_gemm_mma_warps), not on R nor on the
+ * other rows of the batch; they are not cuBLAS's bits. */
+#ifndef RSSM_MODEL_CUDA_MC_GEMM_MMA_H
+#define RSSM_MODEL_CUDA_MC_GEMM_MMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MC_GEMM_MMA_MAX_R 64
+
+/* KW for a weight of `rows` rows on a device of `sms` multiprocessors: 4 when the 16-row blocks
+ * alone give every SM at least 4 of them (they are then resident together and keep the bytes in
+ * flight), else 8. A function of the weight and the device only, never of R. */
+int mc_gemm_mma_warps(int64_t rows, int sms);
+
+/* Whether the kernel takes these arguments: 1 <= R <= 64, 1 <= rows, cols <= INT32_MAX, cols a
+ * multiple of 8 (a 16-byte load of bf16 W), W and X 16-byte aligned, ldy >= rows. */
+int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
+                          int64_t ldy);
+
+#ifdef RSSM_HAVE_CUDA
+/* Y[r][n] for r < R, n < rows (Y's other columns untouched). W bf16 bits [rows][cols]; X bf16
+ * bits (x_f32 = 0) or fp32 (x_f32 = 1) [R][cols]; Y fp32 [R][ldy]. kw: 4 or 8 (mc_gemm_mma_warps).
+ * Launched with pdl_launch (cuda_pdl.h). Returns 0, -1 on a launch error, -2 when the arguments
+ * are not supported (mc_gemm_mma_supported, or kw not 4 or 8): nothing is launched then. */
+int mc_gemm_mma(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
+                float *Y /* [R][ldy] */, int64_t ldy, int R, int64_t rows, int64_t cols, int kw,
+                void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
