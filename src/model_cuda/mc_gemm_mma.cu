@@ -64,8 +64,11 @@ __device__ __forceinline__ uint4 load_x<true>(const void *X, int64_t off) {
 }
 
 /* Grid: one block per 16 weight rows; KW warps per block; RT: tiles of 8 rows of X (8 RT >= R). */
+/* At least 512 threads a multiprocessor resident (<= 128 registers a thread): with 8 warps a
+   block and ~150 registers only one block would fit per SM, and a 2560-row weight's 160 blocks
+   would run as 1.2 waves on 132 SMs. */
 template <int RT, int KW, bool XF32>
-__global__ void __launch_bounds__(KW * 32)
+__global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
                     const void *__restrict__ X /* [R][cols] bf16 or fp32 */,
                     float *__restrict__ Y /* [R][ldy] */, int64_t ldy, int R, int rows, int cols) {
