@@ -1,5 +1,5 @@
-/* The host-side choices of the tensor-core GEMM (mc_gemm_mma.h): its warp count per block and the
- * arguments it takes. Pure C, so that the CPU build and its tests have them. */
+/* The host-side choices of the tensor-core GEMM (mc_gemm_mma.h): which models use it, its warp
+ * count per block and the arguments it takes. Pure C, so that the CPU build and its tests have them. */
 #include "src/model_cuda/mc_gemm_mma.h"
 
 #include <stdint.h>
@@ -7,6 +7,10 @@
 int mc_gemm_mma_warps(int64_t rows, int sms) {
   const int64_t blocks = (rows + 15) / 16; /* one block per 16 weight rows */
   return sms > 0 && blocks >= 4 * (int64_t)sms ? 4 : 8;
+}
+
+int mc_gemm_mma_for_model(int64_t gemm_bytes) {
+  return gemm_bytes > 0 && gemm_bytes <= MC_GEMM_MMA_MODEL_BYTES;
 }
 
 int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,

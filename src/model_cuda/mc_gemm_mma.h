@@ -45,6 +45,16 @@ extern "C" {
  * flight), else 8. A function of the weight and the device only, never of R. */
 int mc_gemm_mma_warps(int64_t rows, int sms);
 
+/* Whether a bf16 model whose GEMMs read gemm_bytes of weights a step uses this kernel (1) or
+ * cuBLAS (0): this kernel when gemm_bytes <= MC_GEMM_MMA_MODEL_BYTES. Measured on an H100
+ * (docs/gpu-results.md, "Session 30"; `bench gemm`, bf16, L2 flushed): at 16 rows the fixture
+ * models' step GEMMs take 95 / 75 us in a graph against cuBLAS's 163 / 102, while on the 4B
+ * shapes cuBLAS reads the weights at 72-74 % of copy against this kernel's 45-58 % (at 64 rows:
+ * 20-27 %: every warp re-reads 64 rows of X for 16 weight rows). A property of the model, never
+ * of the batch, so a row's bits do not depend on the batch it is in. */
+#define MC_GEMM_MMA_MODEL_BYTES ((int64_t)64 << 20)
+int mc_gemm_mma_for_model(int64_t gemm_bytes);
+
 /* Whether the kernel takes these arguments: 1 <= R <= 64, 1 <= rows, cols <= INT32_MAX, cols a
  * multiple of 8 (a 16-byte load of bf16 W), W and X 16-byte aligned, ldy >= rows. */
 int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,

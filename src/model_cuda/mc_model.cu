@@ -37,12 +37,15 @@ using namespace mcm;
 
 namespace {
 
-/* The bf16 models' GEMM kernel: RSSM_GEMM_BF16=mma the tensor-core kernel (mc_gemm_mma.h),
- * unset or anything else cuBLAS (the A/B switch of issue 18's measurement; bf16 GEMMs are
- * `bench e2e --gemm bf16`'s and gpu_check_mc_forward's, never a run of record's). */
-int gemm_kernel_from_env() {
+/* The bf16 models' GEMM kernel: mc_gemm_mma_for_model's choice from the model's GEMM bytes
+ * (the tensor-core kernel for latency-bound small models, cuBLAS for the rest), unless
+ * RSSM_GEMM_BF16 says mma or cublas (the A/B switch of issue 18's measurements). bf16 GEMMs are
+ * `bench e2e --gemm bf16`'s and gpu_check_mc_forward's, never a run of record's. */
+int gemm_kernel_choice(int64_t gemm_bytes) {
   const char *v = getenv("RSSM_GEMM_BF16");
-  return v && strcmp(v, "mma") == 0;
+  if (v && strcmp(v, "mma") == 0) return 1;
+  if (v && strcmp(v, "cublas") == 0) return 0;
+  return mc_gemm_mma_for_model(gemm_bytes);
 }
 
 /* A device array filled from up to four host pieces laid end to end ([n0 | n1 | n2 | n3]). */
@@ -313,7 +316,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
-  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_from_env();
+  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
   const char *tile_env = getenv("RSSM_TEST_ROW_TILE");
   if (tile_env && (strcmp(tile_env, "16") == 0 || strcmp(tile_env, "64") == 0))
     g->row_tile = atoi(tile_env);
@@ -393,19 +396,24 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
-/* bf16 models with the tensor-core kernel (mc_gemm_mma.h): Y = W . X on 64-row pieces of the
- * padded batch (the kernel's bits do not depend on the rows in a call). X: bf16 [Rpad][cols]
- * (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads it (x_f32 = 1). Returns 0, -1 on a
- * launch error, -2 when the kernel does not take the shape (nothing launched: cuBLAS then). */
+/* bf16 models with the tensor-core kernel (mc_gemm_mma.h): Y = W . X for the batch's RT token
+ * rows, on pieces of up to 64 rows (the kernel's bits do not depend on the rows in a call). The
+ * padding rows RT..Rpad-1 are not computed: no kernel reads them from a GEMM's output (the
+ * residual add, the glue and the metrics take the R or RT rows), and they keep the zeros of
+ * their allocation, which is what cuBLAS writes there from the zero padding rows of X. (cuBLAS
+ * computes them because its bits depend on its n, fixed at the row tile; this kernel's do not,
+ * and at 16 token rows a 64-row call costs the fixture steps ~60 us: docs/gpu-results.md,
+ * "Session 30".) X: bf16 [Rpad][cols] (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads
+ * it (x_f32 = 1). Returns 0, -1 on a launch error, -2 when the kernel does not take the shape
+ * (nothing launched: cuBLAS then). */
 int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,
              float *Y /* [Rpad][ldy] */, int64_t ldy) {
-  const int kw = mc_gemm_mma_warps(rows, b->g->sms);
+  const int kw = mc_gemm_mma_warps(rows, b->g->sms), R = b->RT;
   const size_t xsize = x_f32 ? sizeof(float) : sizeof(uint16_t);
-  if (!mc_gemm_mma_supported(W, X, b->Rpad < MC_GEMM_MMA_MAX_R ? b->Rpad : MC_GEMM_MMA_MAX_R, rows,
-                             cols, ldy))
+  if (!mc_gemm_mma_supported(W, X, R < MC_GEMM_MMA_MAX_R ? R : MC_GEMM_MMA_MAX_R, rows, cols, ldy))
     return -2;
-  for (int r0 = 0; r0 < b->Rpad; r0 += MC_GEMM_MMA_MAX_R) {
-    const int n = b->Rpad - r0 < MC_GEMM_MMA_MAX_R ? b->Rpad - r0 : MC_GEMM_MMA_MAX_R;
+  for (int r0 = 0; r0 < R; r0 += MC_GEMM_MMA_MAX_R) {
+    const int n = R - r0 < MC_GEMM_MMA_MAX_R ? R - r0 : MC_GEMM_MMA_MAX_R;
     const char *x = static_cast<const char *>(X) + (size_t)r0 * (size_t)cols * xsize;
     if (mc_gemm_mma(static_cast<const uint16_t *>(W), x, x_f32, Y + (int64_t)r0 * ldy, ldy, n, rows,
                     cols, kw, b->stream) != 0)

@@ -121,6 +121,12 @@ Test(gemm_mma, warps_and_supported_shapes) {
   cr_assert_eq(mc_gemm_mma_warps(2560, 132), 8); /* 160 blocks */
   cr_assert_eq(mc_gemm_mma_warps(256, 132), 8);
   cr_assert_eq(mc_gemm_mma_warps(18432, 0), 8); /* no device figure: the wider block */
+  /* which bf16 models use it: the fixture models (~15 MB of GEMM weights), not the 4B shapes */
+  cr_assert(mc_gemm_mma_for_model(14600000));
+  cr_assert(mc_gemm_mma_for_model(MC_GEMM_MMA_MODEL_BYTES));
+  cr_assert(!mc_gemm_mma_for_model(MC_GEMM_MMA_MODEL_BYTES + 1));
+  cr_assert(!mc_gemm_mma_for_model(8410000000LL));
+  cr_assert(!mc_gemm_mma_for_model(0));
   _Alignas(16) static uint16_t w[64];
   _Alignas(16) static float x[64];
   cr_assert(mc_gemm_mma_supported(w, x, 1, 16, 2560, 16));
