@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Session 30, call 2 (issue 18): the tensor-core GEMM as the runtime now uses it (the fixture
+# models by mc_gemm_mma_for_model, on the batch's RT token rows instead of the padded Rpad = 64)
+# against cuBLAS (RSSM_GEMM_BF16=cublas): `bench e2e` bf16 K = 16 on both fixture models,
+# alternating, twice, transformers' decode after each default run (its timing is host-bound and
+# varied 10.0 -> 15.5 ms between sessions 29 and 30); gpu_check_mc_forward (its bf16 fixtures
+# now take the tensor-core kernel by default: check 8); Nsight Compute's per-kernel durations of
+# two GDN-fixture steps if time allows. Carry .devrun.txz; trim keeping results/h200-2026-12-07-s30,
+# tests/fixtures and data/models/*/model.safetensors.
+set -u
+cd "$(dirname "$0")/../../.."
+: "${OUT:?set OUT}"
+T0=$(date +%s); LIMIT=${CALL_LIMIT:-200}
+left() { echo $((LIMIT - ($(date +%s) - T0))); }
+stamp() { echo "[$(($(date +%s) - T0)) s] $*"; }
+tar -xJf .devrun.txz || { echo "cannot unpack the bundle"; exit 2; }
+export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
+B=.devrun/bin
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+for rep in 1 2; do
+  for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
+    for k in default cublas; do
+      HF=(); [ $k = default ] && HF=(--transformers python3 --transformers-json "$OUT/hf_$m-$rep.json")
+      env $([ $k = cublas ] && echo RSSM_GEMM_BF16=cublas) timeout 90 $B/replayssm bench e2e \
+        --model data/models/$m --streams 16 --steps 64 --warmup 8 --gemm bf16 \
+        --configs 'conventional state=fp32' --label $m-$k "${HF[@]}" --out "$OUT/e2e.csv" \
+        >> "$OUT/e2e.log" 2>&1
+      stamp "e2e $m $k rc=$? $(tail -n 1 "$OUT/e2e.csv" | cut -d, -f11,26,27)"
+    done
+  done
+done
+timeout 90 $B/gpu_check_mc_forward tests/fixtures 64 > "$OUT/forward.txt" 2>&1
+stamp "forward (default: mma for the bf16 fixtures) rc=$?"; grep -E "^bf16|ok:|FAIL" "$OUT/forward.txt" | tail -8
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [ "$(left)" -gt 45 ]; then
+  timeout $(( $(left) - 10 )) "$NCU" --metrics gpu__time_duration.sum --csv --launch-skip 1140 \
+    --launch-count 200 $B/replayssm bench e2e --model data/models/qwen35-gdn-tiny --streams 16 \
+    --steps 8 --warmup 8 --block 8 --gemm bf16 --graph off --configs 'conventional state=fp32' \
+    > "$OUT/ncu.csv" 2>> "$OUT/e2e.log"
+  stamp "ncu rc=$? $(grep -c gpu__time_duration "$OUT/ncu.csv") kernels"
+fi
