@@ -5,7 +5,7 @@
 # alternating, twice, transformers' decode after each default run (its timing is host-bound and
 # varied 10.0 -> 15.5 ms between sessions 29 and 30); gpu_check_mc_forward (its bf16 fixtures
 # now take the tensor-core kernel by default: check 8); Nsight Compute's per-kernel durations of
-# two GDN-fixture steps if time allows. Carry .devrun.txz; trim keeping results/h200-2026-12-07-s30,
+# two steps of each fixture model if time allows. Carry .devrun.txz; trim keeping results/h200-2026-12-07-s30,
 # tests/fixtures and data/models/*/model.safetensors.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -20,7 +20,8 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.t
 for rep in 1 2; do
   for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
     for k in default cublas; do
-      HF=(); [ $k = default ] && HF=(--transformers python3 --transformers-json "$OUT/hf_$m-$rep.json")
+      HF=(); [ $k = default ] && HF=(--transformers python3)
+      [ $k = default ] && [ $rep = 1 ] && HF+=(--transformers-json "$OUT/hf_$m.json")
       env $([ $k = cublas ] && echo RSSM_GEMM_BF16=cublas) timeout 90 $B/replayssm bench e2e \
         --model data/models/$m --streams 16 --steps 64 --warmup 8 --gemm bf16 \
         --configs 'conventional state=fp32' --label $m-$k "${HF[@]}" --out "$OUT/e2e.csv" \
@@ -32,10 +33,12 @@ done
 timeout 90 $B/gpu_check_mc_forward tests/fixtures 64 > "$OUT/forward.txt" 2>&1
 stamp "forward (default: mma for the bf16 fixtures) rc=$?"; grep -E "^bf16|ok:|FAIL" "$OUT/forward.txt" | tail -8
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-if [ "$(left)" -gt 45 ]; then
-  timeout $(( $(left) - 10 )) "$NCU" --metrics gpu__time_duration.sum --csv --launch-skip 1140 \
-    --launch-count 200 $B/replayssm bench e2e --model data/models/qwen35-gdn-tiny --streams 16 \
+for m in qwen35-gdn-tiny:1140:200 nemotronh-m2-tiny:780:140; do
+  IFS=: read -r name skip count <<< "$m"
+  [ "$(left)" -gt 40 ] || break
+  timeout $(( $(left) - 10 )) "$NCU" --metrics gpu__time_duration.sum --csv --launch-skip $skip \
+    --launch-count $count $B/replayssm bench e2e --model data/models/$name --streams 16 \
     --steps 8 --warmup 8 --block 8 --gemm bf16 --graph off --configs 'conventional state=fp32' \
-    > "$OUT/ncu.csv" 2>> "$OUT/e2e.log"
-  stamp "ncu rc=$? $(grep -c gpu__time_duration "$OUT/ncu.csv") kernels"
-fi
+    > "$OUT/ncu-$name.csv" 2>> "$OUT/e2e.log"
+  stamp "ncu $name rc=$? $(grep -c gpu__time_duration "$OUT/ncu-$name.csv") kernels"
+done
