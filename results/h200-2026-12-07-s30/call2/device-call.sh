@@ -18,6 +18,7 @@ export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
 B=.devrun/bin
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 for rep in 1 2; do
+  [ $rep = 1 ] || [ "$(left)" -gt 100 ] || { stamp "rep 2 skipped"; break; }
   for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
     for k in default cublas; do
       HF=(); [ $k = default ] && HF=(--transformers python3)
