@@ -313,10 +313,10 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   }
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
+  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
-  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
   const char *tile_env = getenv("RSSM_TEST_ROW_TILE");
   if (tile_env && (strcmp(tile_env, "16") == 0 || strcmp(tile_env, "64") == 0))
     g->row_tile = atoi(tile_env);
