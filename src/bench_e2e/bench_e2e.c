@@ -1214,9 +1214,9 @@ static int e2e_measure(e2e_ctx *ctx) {
       status = rc == RSSM_ERR_INPUT ? 2 : 1;
       break;
     }
-    printf("bench e2e: weights on the device: %.2f GB (GEMMs %s: %.2f GB, row tile %d), "
+    printf("bench e2e: weights on the device: %.2f GB (GEMMs %s by %s: %.2f GB, row tile %d), "
            "uploaded in %.1f s\n",
-           (double)mc_model_bytes(g) * 1e-9, o->bf16 ? "bf16" : "fp32",
+           (double)mc_model_bytes(g) * 1e-9, o->bf16 ? "bf16" : "fp32", mc_model_gemm_kernel(g),
            (double)mc_model_gemm_bytes(g) * 1e-9, mc_model_row_tile(g), now_s() - t0);
     /* the isolated GEMM timings pick their tile from the byte model's shapes: say so when that
      * is not the runtime's (the shapes of weights_of and the uploaded ones disagree) */

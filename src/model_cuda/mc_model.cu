@@ -339,6 +339,9 @@ extern "C" int64_t mc_model_bytes(const mc_model *g) { return g ? g->bytes : 0; 
 extern "C" int64_t mc_model_gemm_bytes(const mc_model *g) { return g ? g->gemm_bytes : 0; }
 extern "C" int mc_model_row_tile(const mc_model *g) { return g ? g->row_tile : 0; }
 extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
+extern "C" const char *mc_model_gemm_kernel(const mc_model *g) {
+  return g && g->gemm_mma ? "tensor-core kernel" : "cuBLAS";
+}
 extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
   return p == MC_GEMM_BF16 ? "bf16" : "fp32";
 }
