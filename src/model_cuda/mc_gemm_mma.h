@@ -51,7 +51,8 @@ int mc_gemm_mma_warps(int64_t rows, int sms);
  * models' step GEMMs take 95 / 75 us in a graph against cuBLAS's 163 / 102, while on the 4B
  * shapes cuBLAS reads the weights at 72-74 % of copy against this kernel's 45-58 % (at 64 rows:
  * 20-27 %: every warp re-reads 64 rows of X for 16 weight rows). A property of the model, never
- * of the batch, so a row's bits do not depend on the batch it is in. */
+ * of the batch, so a row's bits do not depend on the batch it is in. The runtime applies it
+ * with RSSM_GEMM_BF16=auto (mc_model.cu, gemm_kernel_choice). */
 #define MC_GEMM_MMA_MODEL_BYTES ((int64_t)64 << 20)
 int mc_gemm_mma_for_model(int64_t gemm_bytes);
 

@@ -67,8 +67,7 @@ struct mc_model {
   int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
   int sms;           /* multiprocessors of the device (the attention's split count) */
   /* bf16 models: the GEMM kernel, cuBLAS (0) or the tensor-core kernel of mc_gemm_mma.h (1),
-   * chosen at upload (gemm_kernel_choice in mc_model.cu: mc_gemm_mma_for_model, or
-   * RSSM_GEMM_BF16) */
+   * chosen at upload from RSSM_GEMM_BF16 (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
 };
 
