@@ -243,10 +243,10 @@ int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols,
     gemm_lab_ref_order(p, cache.Ws, cache.X, cache.ref, CK_RMAX, cache.ns, cols, nsplit);
     cache.ref_split = nsplit;
   }
-  const double bound = order                      ? gemm_lab_bound_order(p, cols, nsplit)
-                       : variant == GEMM_LAB_MMA4 ? gemm_lab_bound_mma(cols, 4)
-                       : variant == GEMM_LAB_MMA8 ? gemm_lab_bound_mma(cols, 8)
-                                                  : gemm_lab_bound_cublas(cols);
+  const int kw = gemm_lab_mma_warps(variant);
+  const double bound = order ? gemm_lab_bound_order(p, cols, nsplit)
+                       : kw  ? gemm_lab_bound_mma(cols, kw)
+                             : gemm_lab_bound_cublas(cols);
   static gemm_lab_ctx *c = NULL; /* one handle for every call (creating one costs ~0.1 s); the
                                     process's end frees it */
   if (!c && !(c = gemm_lab_create(NULL))) {

@@ -25,9 +25,13 @@ int gemm_lab_is_order(int variant) {
   return variant == GEMM_LAB_STREAM || variant == GEMM_LAB_SPLITK || variant == GEMM_LAB_STREAM4;
 }
 
+int gemm_lab_mma_warps(int variant) {
+  return variant == GEMM_LAB_MMA4 ? 4 : variant == GEMM_LAB_MMA8 ? 8 : 0;
+}
+
 int gemm_lab_has_prec(int variant, gemm_lab_prec p) {
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return 0;
-  return p == GEMM_LAB_BF16 || (variant != GEMM_LAB_MMA4 && variant != GEMM_LAB_MMA8);
+  return p == GEMM_LAB_BF16 || gemm_lab_mma_warps(variant) == 0;
 }
 
 const char *gemm_lab_prec_name(gemm_lab_prec p) { return p == GEMM_LAB_BF16 ? "bf16" : "fp32"; }

@@ -113,9 +113,9 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return -2;
   if (variant == GEMM_LAB_SPLITK && nsplit > 1 && !scratch) return -2;
   if (!gemm_lab_has_prec(variant, p)) return -2;
-  if (variant == GEMM_LAB_MMA4 || variant == GEMM_LAB_MMA8) /* fp32 X, rounded in the kernel */
-    return mc_gemm_mma(static_cast<const uint16_t *>(W), X, 1, Y, rows, R, rows, cols,
-                       variant == GEMM_LAB_MMA4 ? 4 : 8, c->stream);
+  if (const int kw = gemm_lab_mma_warps(variant)) /* fp32 X, rounded in the kernel */
+    return mc_gemm_mma(static_cast<const uint16_t *>(W), X, 1, Y, rows, R, rows, cols, kw,
+                       c->stream);
   const int64_t Ra = gemm_lab_rows_alloc(variant, R, tile);
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);

@@ -96,6 +96,8 @@ const char *gemm_lab_prec_name(gemm_lab_prec p);
 /* Whether the variant computes THE FIXED ORDER (1, 2, 3: bit-exact against gemm_lab_ref_order
  * and row-invariant by construction). */
 int gemm_lab_is_order(int variant);
+/* The warps a block of an mma variant (4 for mma4, 8 for mma8), 0 for the other variants. */
+int gemm_lab_mma_warps(int variant);
 /* Whether the variant runs at precision p (the mma variants: bf16 only). */
 int gemm_lab_has_prec(int variant, gemm_lab_prec p);
 /* Values of k per chunk (one 16-byte load of W): 8 for bf16, 4 for fp32. */

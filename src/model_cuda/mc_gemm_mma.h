@@ -6,13 +6,12 @@
  * rounded to bf16, nearest even, as it is loaded: the same values f32_to_bf16 writes into xb, so
  * the two entries give the same bits), products exact, fp32 accumulation, fp32 Y.
  *
- * Why a kernel of our own beside cuBLAS (docs/bench-gemm.md): at R <= 64 a GEMM is a read of W,
- * and cuBLAS's bf16 GEMMs read the 4B shapes' weights at 57-62 % of the copy bandwidth (the
- * e2e step's largest part: 4.9 of 8.8 ms at K = 64 on an H100), while on the fixture models each
- * cuBLAS call costs ~3 us in a graph (launch and tail, not bytes) and takes no part in
- * Programmatic Dependent Launch. This kernel streams W once with 16-byte loads from enough warps
- * to keep the bytes in flight, needs no split-K scratch, starts with pdl_enter() (cuda_pdl.h) and
- * reads fp32 X directly (no rounding launch before it).
+ * Why a kernel of our own beside cuBLAS (docs/bench-gemm.md): on the fixture models each cuBLAS
+ * call costs ~3 us in a graph (launch and tail, not bytes: gpu_launch_lab), takes no part in
+ * Programmatic Dependent Launch and needs a rounding launch before it. This kernel streams W once
+ * with 16-byte loads, needs no split-K scratch, starts with pdl_enter() (cuda_pdl.h) and reads
+ * fp32 X directly. It was also meant for the 4B shapes, where a GEMM is a read of W; there
+ * cuBLAS wins (mc_gemm_mma_for_model has the figures).
  *
  * Shape of the work. A block owns 16 weight rows and has KW warps; warp w takes the 32-k steps
  * w, w + KW, w + 2 KW, ... (so the block reads KW x 64 contiguous bytes of each row per round).

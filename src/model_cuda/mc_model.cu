@@ -408,8 +408,8 @@ int ssm_join(mc_batch *b) {
  * residual add, the glue and the metrics take the R or RT rows), and they keep the zeros of
  * their allocation, which is what cuBLAS writes there from the zero padding rows of X. (cuBLAS
  * computes them because its bits depend on its n, fixed at the row tile; this kernel's do not,
- * and at 16 token rows a 64-row call costs the fixture steps ~60 us: docs/gpu-results.md,
- * "Session 30".) X: bf16 [Rpad][cols] (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads
+ * and at 16 token rows 64-row calls cost the fixture models' step GEMMs 174 / 147 us against 95
+ * / 75 on the 16 rows: `bench gemm`, docs/gpu-results.md, "Session 30".) X: bf16 [Rpad][cols] (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads
  * it (x_f32 = 1). Returns 0, -1 on a launch error, -2 when the kernel does not take the shape
  * (nothing launched: cuBLAS then). */
 int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,

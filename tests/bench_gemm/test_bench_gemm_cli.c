@@ -116,6 +116,7 @@ Test(gemm_lab, names_chunks_and_splits) {
     cr_assert_eq(gemm_lab_is_order(v), order, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_BF16), 1, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_FP32), !mma, "variant %d", v);
+    cr_assert_eq(gemm_lab_mma_warps(v), v == GEMM_LAB_MMA4 ? 4 : v == GEMM_LAB_MMA8 ? 8 : 0, "variant %d", v);
   }
   cr_assert_eq(gemm_lab_has_prec(GEMM_LAB_NVARIANTS, GEMM_LAB_BF16), 0);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_MMA4, 17, 16), 17);

@@ -92,7 +92,7 @@ int main() {
       for (const auto &run : runs) {
         if (run.v == GEMM_LAB_SPLITK && run.nsplit == 7 && nchunks < 32LL * 7) continue;
         /* the tensor-core kernel: bf16 only, whole 16-byte rows (cols % 8 == 0) */
-        if (!gemm_lab_has_prec(run.v, p) || ((run.v == GEMM_LAB_MMA4 || run.v == GEMM_LAB_MMA8) && s.cols % 8))
+        if (!gemm_lab_has_prec(run.v, p) || (gemm_lab_mma_warps(run.v) && s.cols % 8))
           continue;
         gemm_check_result r;
         char err[256] = "";
