@@ -63,6 +63,28 @@ __device__ __forceinline__ uint4 load_x<true>(const void *X, int64_t off) {
                     bf16_pair(b.z, b.w));
 }
 
+/* One round of a warp's W loads: for u < PREFETCH the 16-byte pieces W[n0 + g][k .. k + 7] and
+   W[n0 + g + 8][same] of its 32-k step s0 + u KW (k = 32 s + 8 t); rows past `rows` and k past
+   cols load from a valid address (row n0, k 0) and are then replaced by zeros, so the loads stay
+   branch-free and the warp reaches each mma.sync converged. */
+template <int KW>
+__device__ __forceinline__ void load_w_round(const uint16_t *__restrict__ W, int64_t lo_row,
+                                             int64_t hi_row, bool lo_ok, bool hi_ok, int s0,
+                                             int nsteps, int cols, int t, uint4 (&wlo)[PREFETCH],
+                                             uint4 (&whi)[PREFETCH]) {
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+  for (int u = 0; u < PREFETCH; u++) {
+    const int s = s0 + u * KW, k = 32 * s + 8 * t;
+    const bool k_ok = s < nsteps && k < cols;
+    const int64_t kk = k_ok ? k : 0;
+    const uint4 a = __ldcs(reinterpret_cast<const uint4 *>(W + lo_row + kk));
+    const uint4 b = __ldcs(reinterpret_cast<const uint4 *>(W + hi_row + kk));
+    wlo[u] = k_ok && lo_ok ? a : zero;
+    whi[u] = k_ok && hi_ok ? b : zero;
+  }
+}
+
 /* Grid: one block per 16 weight rows; KW warps per block; RT: tiles of 8 rows of X (8 RT >= R). */
 /* At least 512 threads a multiprocessor resident (<= 128 registers a thread): with 8 warps a
    block and ~150 registers only one block would fit per SM, and a 2560-row weight's 160 blocks
@@ -72,15 +94,12 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
                     const void *__restrict__ X /* [R][cols] bf16 or fp32 */,
                     float *__restrict__ Y /* [R][ldy] */, int64_t ldy, int R, int rows, int cols) {
-  pdl_enter();
+  pdl_trigger();
   __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][weight row], padded against bank
                                             conflicts */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.x * 16;
   const int nsteps = (cols + 31) / 32;
-  /* rows past `rows`, X rows past R and k past cols load from a valid address (row n0 / row 0,
-     k 0) and are then replaced by zeros: the loads stay branch-free, so the warp reaches each
-     mma.sync converged */
   const bool lo_ok = n0 + g < rows, hi_ok = n0 + g + 8 < rows;
   const int64_t lo_row = (int64_t)(lo_ok ? n0 + g : n0) * cols;
   const int64_t hi_row = (int64_t)(hi_ok ? n0 + g + 8 : n0) * cols;
@@ -89,18 +108,18 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
 #pragma unroll
   for (int j = 0; j < RT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
+  /* The first round of W is loaded before the wait for the previous kernel (cuda_pdl.h): W is a
+     weight, never written during a decode. Where cols <= 32 KW PREFETCH (every GEMM of the
+     fixture models but Nemotron's MLP down projection) this round is the whole of the block's
+     W: the weight bytes stream while the previous kernel finishes, and after the wait only X
+     (which that kernel writes) is read. */
+  uint4 wlo[PREFETCH], whi[PREFETCH];
+  load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, warp, nsteps, cols, t, wlo, whi);
+  pdl_wait();
+
   for (int s0 = warp; s0 < nsteps; s0 += KW * PREFETCH) {
-    uint4 wlo[PREFETCH], whi[PREFETCH];
-#pragma unroll
-    for (int u = 0; u < PREFETCH; u++) {
-      const int s = s0 + u * KW, k = 32 * s + 8 * t;
-      const bool k_ok = s < nsteps && k < cols;
-      const int64_t kk = k_ok ? k : 0;
-      const uint4 a = __ldcs(reinterpret_cast<const uint4 *>(W + lo_row + kk));
-      const uint4 b = __ldcs(reinterpret_cast<const uint4 *>(W + hi_row + kk));
-      wlo[u] = k_ok && lo_ok ? a : zero;
-      whi[u] = k_ok && hi_ok ? b : zero;
-    }
+    if (s0 != warp)
+      load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, s0, nsteps, cols, t, wlo, whi);
 #pragma unroll
     for (int u = 0; u < PREFETCH; u++) {
       const int s = s0 + u * KW, k = 32 * s + 8 * t;

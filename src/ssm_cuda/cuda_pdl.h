@@ -30,13 +30,31 @@
 
 #include <cuda_runtime.h>
 
-/* First statement of every kernel that pdl_launch launches. */
-__device__ __forceinline__ void pdl_enter() {
+/* The two halves of pdl_enter, for a kernel that loads weights before it waits (below). */
+__device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
 #endif
 }
+
+/* First statement of every kernel that pdl_launch launches. */
+__device__ __forceinline__ void pdl_enter() {
+  pdl_trigger();
+  pdl_wait();
+}
+
+/* The one exception: a kernel may begin with pdl_trigger() instead and call pdl_wait() later if,
+ * between the two, it reads nothing but a model's weights: arrays uploaded when the model is
+ * built and never written while it decodes, so no kernel in flight can be writing them. Those
+ * loads then stream while the previous kernel finishes (the tensor-core GEMM, mc_gemm_mma.cu:
+ * its weight rows are most of its bytes). Such a kernel is named in WEIGHTS_BEFORE_WAIT of
+ * tests/gpu/test_pdl_kernels.py, which checks that it calls pdl_wait(); the bits are those of
+ * pdl_enter() first, since the same loads return the same values. */
 
 /* 0 with RSSM_PDL=0, else 1 (read once; cuda_pdl.cu). */
 extern "C" int rssm_pdl_enabled(void);
