@@ -21,3 +21,10 @@ int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int
      bf16 W (and of bf16 or fp32 X) on a 16-byte boundary */
   return ((uintptr_t)W & 15) == 0 && ((uintptr_t)X & 15) == 0;
 }
+
+int mc_gemm_mma_act_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
+                              int64_t lda, int act) {
+  if (act == MC_GEMM_MMA_ACT_RELU2) return mc_gemm_mma_supported(W, X, R, rows, cols, lda);
+  if (act != MC_GEMM_MMA_ACT_SWIGLU || rows % 2 != 0 || lda < rows / 2) return 0;
+  return mc_gemm_mma_supported(W, X, R, rows, cols, rows); /* Y's width checked above */
+}

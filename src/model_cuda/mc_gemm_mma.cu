@@ -17,6 +17,7 @@
 
 #include <string.h>
 
+#include "src/model_cuda/mc_device.cuh"
 #include "src/model_cuda/mc_gemm_mma.h"
 #include "src/ssm_cuda/cuda_pdl.h"
 
@@ -85,24 +86,38 @@ __device__ __forceinline__ void load_w_round(const uint16_t *__restrict__ W, int
   }
 }
 
-/* Grid: one block per 16 weight rows; KW warps per block; RT: tiles of 8 rows of X (8 RT >= R). */
+/* What the kernel writes (mc_gemm_mma / mc_gemm_mma_act): Y itself, or the activation of an MLP's
+   input projection as the bf16 input of its output projection. */
+enum Epilogue { EPI_Y = 0, EPI_RELU2 = MC_GEMM_MMA_ACT_RELU2, EPI_SWIGLU = MC_GEMM_MMA_ACT_SWIGLU };
+
+/* Grid: one block per 16 weight rows; KW warps per block; RT: tiles of 8 rows of X (8 RT >= R).
+   A block's 16 weight rows are n0 .. n0 + 15 (n0 = 16 blockIdx.x), the fragment's rows g and
+   g + 8 (lane = 4 g + t) being weight rows n0 + g and n0 + g + 8; with EPI_SWIGLU (W = gate |
+   up, rows = 2 I) they are gate rows n0 .. n0 + 7 (n0 = 8 blockIdx.x) and the matching up rows
+   I + n0 .. I + n0 + 7, so that each block holds both halves of its 8 outputs. The same grid
+   size either way (2 I / 16 = I / 8 blocks), and each output's sum is formed by the same loads
+   and mma as in EPI_Y, only in the other fragment row. */
 /* At least 512 threads a multiprocessor resident (<= 128 registers a thread): with 8 warps a
    block and ~150 registers only one block would fit per SM, and a 2560-row weight's 160 blocks
    would run as 1.2 waves on 132 SMs. */
-template <int RT, int KW, bool XF32>
+template <int RT, int KW, bool XF32, int EPI>
 __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
                     const void *__restrict__ X /* [R][cols] bf16 or fp32 */,
-                    float *__restrict__ Y /* [R][ldy] */, int64_t ldy, int R, int rows, int cols) {
+                    void *__restrict__ Y /* [R][ldy] fp32 (EPI_Y) or bf16 */, int64_t ldy, int R,
+                    int rows, int cols) {
   pdl_trigger();
-  __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][weight row], padded against bank
+  __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][fragment row], padded against bank
                                             conflicts */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.x * 16;
   const int nsteps = (cols + 31) / 32;
-  const bool lo_ok = n0 + g < rows, hi_ok = n0 + g + 8 < rows;
-  const int64_t lo_row = (int64_t)(lo_ok ? n0 + g : n0) * cols;
-  const int64_t hi_row = (int64_t)(hi_ok ? n0 + g + 8 : n0) * cols;
+  const int outs = EPI == EPI_SWIGLU ? rows / 2 : rows;     /* Y's columns */
+  const int n0 = blockIdx.x * (EPI == EPI_SWIGLU ? 8 : 16); /* the block's first output */
+  const int lo_n = n0 + g, hi_n = EPI == EPI_SWIGLU ? outs + n0 + g : n0 + g + 8;
+  const bool lo_ok = EPI == EPI_SWIGLU ? lo_n < outs : lo_n < rows;
+  const bool hi_ok = EPI == EPI_SWIGLU ? lo_ok : hi_n < rows;
+  const int64_t lo_row = (int64_t)(lo_ok ? lo_n : n0) * cols;
+  const int64_t hi_row = (int64_t)(hi_ok ? hi_n : n0) * cols;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   float acc[RT][4];
 #pragma unroll
@@ -148,37 +163,67 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     part[warp][8 * j + 2 * t + 1][g + 8] = acc[j][3];
   }
   __syncthreads();
-  for (int o = threadIdx.x; o < RT * 8 * 16; o += KW * 32) {
-    const int r = o >> 4, n = o & 15; /* consecutive threads: consecutive columns of Y */
-    if (r >= R || n0 + n >= rows) continue;
-    float y = part[0][r][n];
+  if constexpr (EPI == EPI_SWIGLU) {
+    /* output n0 + n of row r: swiglu_of(gate (fragment row n), up (fragment row n + 8)), each
+       summed over the warps in warp order as in EPI_Y, then rounded to bf16 as act_bf16_kernel
+       (mc_fused.cu) does */
+    __nv_bfloat16 *A = static_cast<__nv_bfloat16 *>(Y);
+    for (int o = threadIdx.x; o < RT * 8 * 8; o += KW * 32) {
+      const int r = o >> 3, n = o & 7;
+      if (r >= R || n0 + n >= outs) continue;
+      float gate = part[0][r][n], up = part[0][r][n + 8];
 #pragma unroll
-    for (int w = 1; w < KW; w++) y = y + part[w][r][n];
-    Y[(int64_t)r * ldy + n0 + n] = y;
+      for (int w = 1; w < KW; w++) gate = gate + part[w][r][n];
+#pragma unroll
+      for (int w = 1; w < KW; w++) up = up + part[w][r][n + 8];
+      A[(int64_t)r * ldy + n0 + n] = __float2bfloat16_rn(mc::swiglu_of(gate, up));
+    }
+  } else {
+    for (int o = threadIdx.x; o < RT * 8 * 16; o += KW * 32) {
+      const int r = o >> 4, n = o & 15; /* consecutive threads: consecutive columns of Y */
+      if (r >= R || n0 + n >= rows) continue;
+      float y = part[0][r][n];
+#pragma unroll
+      for (int w = 1; w < KW; w++) y = y + part[w][r][n];
+      if constexpr (EPI == EPI_RELU2)
+        static_cast<__nv_bfloat16 *>(Y)[(int64_t)r * ldy + n0 + n] =
+            __float2bfloat16_rn(mc::relu2_of(y));
+      else
+        static_cast<float *>(Y)[(int64_t)r * ldy + n0 + n] = y;
+    }
   }
 }
 
-template <int RT, int KW>
-void launch(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy, int R, int rows,
+template <int RT, int KW, int EPI>
+void launch(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
             int cols, cudaStream_t s) {
-  const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32);
+  const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32); /* swiglu: rows / 2 / 8 */
   if (x_f32)
-    pdl_launch(gemm_mma_kernel<RT, KW, true>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
+    pdl_launch(gemm_mma_kernel<RT, KW, true, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
   else
-    pdl_launch(gemm_mma_kernel<RT, KW, false>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
+    pdl_launch(gemm_mma_kernel<RT, KW, false, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
 }
 
-template <int KW>
-void launch_kw(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy, int R, int rows,
+template <int KW, int EPI>
+void launch_kw(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
                int cols, cudaStream_t s) {
   if (R <= 8)
-    launch<1, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+    launch<1, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
   else if (R <= 16)
-    launch<2, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+    launch<2, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
   else if (R <= 32)
-    launch<4, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+    launch<4, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
   else
-    launch<8, KW>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+    launch<8, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+}
+
+template <int EPI>
+void launch_epi(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
+                int cols, int kw, cudaStream_t s) {
+  if (kw == 4)
+    launch_kw<4, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+  else
+    launch_kw<8, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
 }
 
 /* sm_80 or later (mma.sync with bf16), read once per device */
@@ -197,10 +242,21 @@ extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y
   static const bool has_mma = device_has_mma();
   if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) || (kw != 4 && kw != 8))
     return -2;
+  launch_epi<EPI_Y>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, kw,
+                    static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int mc_gemm_mma_act(const uint16_t *W, const void *X, int x_f32, uint16_t *A,
+                               int64_t lda, int R, int64_t rows, int64_t cols, int act, int kw,
+                               void *stream) {
+  static const bool has_mma = device_has_mma();
+  if (!has_mma || !mc_gemm_mma_act_supported(W, X, R, rows, cols, lda, act) || (kw != 4 && kw != 8))
+    return -2;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (kw == 4)
-    launch_kw<4>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, s);
+  if (act == MC_GEMM_MMA_ACT_SWIGLU)
+    launch_epi<EPI_SWIGLU>(W, X, x_f32, A, lda, R, (int)rows, (int)cols, kw, s);
   else
-    launch_kw<8>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, s);
+    launch_epi<EPI_RELU2>(W, X, x_f32, A, lda, R, (int)rows, (int)cols, kw, s);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -61,6 +61,15 @@ int mc_gemm_mma_for_model(int64_t gemm_bytes);
 int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
                           int64_t ldy);
 
+/* The activations mc_gemm_mma_act applies (mc_device.cuh's relu2_of and swiglu_of). */
+#define MC_GEMM_MMA_ACT_RELU2 1
+#define MC_GEMM_MMA_ACT_SWIGLU 2
+
+/* Whether mc_gemm_mma_act takes these arguments: mc_gemm_mma_supported's conditions with the
+ * output's width (rows, or rows / 2 for SWIGLU, which needs rows even) at most lda. */
+int mc_gemm_mma_act_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
+                              int64_t lda, int act);
+
 #ifdef RSSM_HAVE_CUDA
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched). W bf16 bits [rows][cols]; X bf16
  * bits (x_f32 = 0) or fp32 (x_f32 = 1) [R][cols]; Y fp32 [R][ldy]. kw: 4 or 8 (mc_gemm_mma_warps).
@@ -69,6 +78,19 @@ int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int
 int mc_gemm_mma(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
                 float *Y /* [R][ldy] */, int64_t ldy, int R, int64_t rows, int64_t cols, int kw,
                 void *stream);
+
+/* An MLP's input projection and its activation in one launch, written as the bf16 input of the
+ * output projection (issue 18: one launch less per MLP block):
+ *   RELU2   A[r][n] = bf16(relu2_of(Y[r][n])),                 n < rows;
+ *   SWIGLU  A[r][n] = bf16(swiglu_of(Y[r][n], Y[r][I + n])),   n < I = rows / 2 (W = gate | up),
+ * with Y = X W^T as mc_gemm_mma computes it (each sum from the same loads, mma and warp order; a
+ * SWIGLU block takes 8 gate rows and their 8 up rows instead of 16 consecutive rows) and the
+ * activation and rounding of act_bf16_kernel (mc_fused.cu): the bits of mc_gemm_mma followed by
+ * mc_relu2_bf16 / mc_swiglu_bf16, which gpu_check_gemm_lab checks. Rows R.. of A are not written.
+ * Returns as mc_gemm_mma (-2: mc_gemm_mma_act_supported refuses, or kw not 4 or 8). */
+int mc_gemm_mma_act(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
+                    uint16_t *A /* [R][lda] bf16 */, int64_t lda, int R, int64_t rows, int64_t cols,
+                    int act, int kw, void *stream);
 #endif
 
 #ifdef __cplusplus

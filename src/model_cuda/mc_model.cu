@@ -428,21 +428,45 @@ int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void 
   return 0;
 }
 
+/* A SwiGLU or ReLU^2 MLP block of a model on the tensor-core kernel: its input projection and
+ * activation in one launch (mc_gemm_mma_act), from xb into xb_act, the bf16 input of its output
+ * projection: the bits of gemm_xb and mc_swiglu_bf16 / mc_relu2_bf16 (one launch less a block).
+ * Returns 0, -1 on a launch error, -2 when not taken (nothing launched: the two-launch path then):
+ * another model, a shape the kernel refuses, or an output projection the kernel would not take
+ * (cuBLAS would read xb_act's padding rows, which this does not write). */
+int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
+  const int act = w->kind == BK_SWIGLU  ? MC_GEMM_MMA_ACT_SWIGLU
+                  : w->kind == BK_RELU2 ? MC_GEMM_MMA_ACT_RELU2
+                                        : 0;
+  const int R = b->RT;
+  if (!act || !b->g->gemm_mma || !b->xb_act || !w->w_in || !w->w_out || R > MC_GEMM_MMA_MAX_R ||
+      w->out_cols > b->gemm_cols ||
+      !mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act) ||
+      !mc_gemm_mma_supported(w->w_out, b->xb_act, R, H, w->out_cols, H))
+    return -2;
+  return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0,
+                         reinterpret_cast<uint16_t *>(b->xb_act), w->out_cols, R, w->in_rows, H,
+                         act, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream) != 0
+             ? -1
+             : 0;
+}
+
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
  * by gemm below, or by the fused kernel that produced X: mc_fused.h). */
 int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
-            int64_t ldy) {
+            int64_t ldy, const __nv_bfloat16 *xb = nullptr /* [Rpad][cols]; NULL: b->xb */) {
   const float one = 1.0f, zero = 0.0f;
   const int tile = b->g->row_tile;
+  if (!xb) xb = b->xb;
   if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols) return -1;
   if (b->g->gemm_mma) {
-    const int rc = gemm_mma(b, W, rows, cols, b->xb, 0, Y, ldy);
+    const int rc = gemm_mma(b, W, rows, cols, xb, 0, Y, ldy);
     if (rc != -2) return rc;
   }
   for (int r0 = 0; r0 < b->Rpad; r0 += tile)
     if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
-                     CUDA_R_16BF, (int)cols, b->xb + (int64_t)r0 * cols, CUDA_R_16BF, (int)cols,
-                     &zero, Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F,
+                     CUDA_R_16BF, (int)cols, xb + (int64_t)r0 * cols, CUDA_R_16BF, (int)cols, &zero,
+                     Y + (int64_t)r0 * ldy, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
       return -1;
   return 0;
@@ -520,12 +544,13 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b->kc);
   free(b->vc);
   free(b->eng);
-  void *ds[] = {b->h, b->u, b->y, b->proj, b->act, b->cv, b->e_alpha, b->e_beta, b->e_v,
-                b->e_o, b->e_k, b->e_q, b->aq, b->part_ml, b->part_acc, b->logits,
-                b->rope_cos, b->rope_sin, b->stats, b->met, b->tok, b->tgt, b->pos_d,
-                b->blas_ws, b->xb, b->mo_lg, b->mo_scr, b->mo_idx, b->mo_wt, b->mo_h, b->mo_y,
-                b->mo_acc, b->mo_xl, b->mo_sp, b->mo_sa, b->mo_so, b->n_d, b->a_d,
-                b->ref_row_d, b->cache_row_d, b->slot_d};
+  void *ds[] = {b->h,       b->u,       b->y,        b->proj,      b->act,         b->cv,
+                b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,         b->e_q,
+                b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
+                b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
+                b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
+                b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
+                b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -727,6 +752,7 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   if (ok && g->prec == MC_GEMM_BF16) {
     b->gemm_cols = gemm_cols;
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
+    if (ok && g->gemm_mma) ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0;
   }
   if (ok && m->n_attn > 0) {
     /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */
@@ -960,9 +986,13 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
     int rc = mc_add_rmsnorm(b->h, pending_y, b->u, ub, R, b->Rpad, H, w->norm, c->norm_plus_one,
                             eps, s);
-    if (w->w_in) rc = rc || (ub ? gemm_xb(b, w->w_in, w->in_rows, H, b->proj, w->in_rows)
-                                : gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows));
-    int out_ready = 0; /* 1: xb holds the bf16 input of w_out */
+    /* an MLP on the tensor-core kernel: the input projection writes the activation (xb_act) */
+    const int mlp_act = !rc && ub ? gemm_mlp_act(b, w, H) : -2;
+    rc = rc || mlp_act == -1;
+    if (w->w_in && mlp_act == -2)
+      rc = rc || (ub ? gemm_xb(b, w->w_in, w->in_rows, H, b->proj, w->in_rows)
+                     : gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows));
+    int out_ready = 0; /* 1: xb (xb_act after mlp_act) holds the bf16 input of w_out */
     switch (w->kind) {
       case BK_GDN: {
         const int Hk = (int)c->gdn_hk, Hv = (int)c->gdn_hv, dk = (int)c->gdn_dk,
@@ -1050,11 +1080,13 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       }
       case BK_SWIGLU:
         out_ready = bf16 && w->w_out;
+        if (mlp_act == 0) break; /* done by the input projection */
         rc = rc || (out_ready ? mc_swiglu_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
                               : mc_swiglu(b->proj, b->act, R, w->out_cols, s));
         break;
       case BK_RELU2:
         out_ready = bf16 && w->w_out;
+        if (mlp_act == 0) break;
         rc = rc || (out_ready ? mc_relu2_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
                               : mc_relu2(b->proj, b->act, R, w->out_cols, s));
         break;
@@ -1088,8 +1120,10 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       default:
         rc = 1;
     }
-    if (w->w_out) rc = rc || (out_ready ? gemm_xb(b, w->w_out, H, w->out_cols, b->y, H)
-                                        : gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H));
+    if (w->w_out)
+      rc = rc || (out_ready ? gemm_xb(b, w->w_out, H, w->out_cols, b->y, H,
+                                      mlp_act == 0 ? b->xb_act : nullptr)
+                            : gemm(b, w->w_out, H, w->out_cols, b->act, b->y, H));
     pending_y = b->y; /* added to h by the next norm */
     if (rc)
       return rssm_fail(err, errlen, "layer %d (%s): a kernel or cuBLAS launch failed (%s)",

@@ -92,6 +92,9 @@ struct mc_batch {
   cublasHandle_t blas;
   void *blas_ws;             /* cuBLAS workspace (no allocation inside a step or a capture) */
   __nv_bfloat16 *xb;         /* [Rpad][gemm_cols] bf16 GEMM input (bf16 models only, else NULL) */
+  __nv_bfloat16 *xb_act;     /* [Rpad][gemm_cols] bf16 input of an MLP's output projection, made
+                                by its input projection (models on the tensor-core kernel, else
+                                NULL): mc_gemm_mma_act cannot write into xb while reading it */
   int64_t gemm_cols;         /* the widest GEMM input (bf16 models) */
   /* per block (NULL where the block has none) */
   float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */

@@ -138,4 +138,13 @@ Test(gemm_mma, warps_and_supported_shapes) {
   cr_assert(!mc_gemm_mma_supported(w + 1, x, 8, 16, 2560, 16)); /* W not 16-byte aligned */
   cr_assert(!mc_gemm_mma_supported(w, x + 2, 8, 16, 2560, 16)); /* X not 16-byte aligned */
   cr_assert(!mc_gemm_mma_supported(w, x, 8, (int64_t)1 << 31, 2560, (int64_t)1 << 31));
+  /* mc_gemm_mma_act: the output's width is rows (ReLU^2) or rows / 2 (SwiGLU, rows even) */
+  cr_assert(mc_gemm_mma_act_supported(w, x, 16, 1920, 320, 1920, MC_GEMM_MMA_ACT_RELU2));
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 16, 1920, 320, 1919, MC_GEMM_MMA_ACT_RELU2));
+  cr_assert(mc_gemm_mma_act_supported(w, x, 16, 1536, 256, 768, MC_GEMM_MMA_ACT_SWIGLU));
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 16, 1536, 256, 767, MC_GEMM_MMA_ACT_SWIGLU));
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 16, 1537, 256, 768, MC_GEMM_MMA_ACT_SWIGLU));
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 16, 1536, 256, 768, 0)); /* no such activation */
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 65, 1536, 256, 768, MC_GEMM_MMA_ACT_SWIGLU));
+  cr_assert(!mc_gemm_mma_act_supported(w, x, 16, 1536, 260, 768, MC_GEMM_MMA_ACT_SWIGLU));
 }

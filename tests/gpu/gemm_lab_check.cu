@@ -10,9 +10,11 @@
  * multiple of a block's 8 weight rows, a single weight row. Row counts: every R = 1..64 for the
  * small shapes; 1, 7, 16, 17, 33, 63, 64 for the 4B ones. Both precisions; variant 0 on tiles of
  * 16 and 64; variants 4 and 5 (mma4, mma8: bf16, shapes with cols % 8 == 0, within
- * gemm_lab_bound_mma, row invariance printed); variants 1 and 3 (stream, stream4: the same order in two warp shapes); variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty
- * trailing ranges allowed) and 7 (when the shape has 7 x 32 chunks).
- * Exit status 0 only when every case passes. Usage: gpu_check_gemm_lab (from the repository root). */
+ * gemm_lab_bound_mma, row invariance printed); variants 1 and 3 (stream, stream4: the same order in two warp shapes);
+ * variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty trailing ranges allowed) and 7
+ * (when the shape has 7 x 32 chunks). Then mc_gemm_mma_act (an MLP's input projection with its SwiGLU or ReLU^2 and the
+ * bf16 rounding in one launch) bit for bit against mc_gemm_mma followed by mc_swiglu_bf16 / mc_relu2_bf16. Exit status
+ * 0 only when every case passes. Usage: gpu_check_gemm_lab (from the repository root). */
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -25,6 +27,8 @@ extern "C" { /* C headers without their own guards */
 }
 #include "src/bench_gemm/bench_gemm_check.h"
 #include "src/model_cuda/gemm_lab.h"
+#include "src/model_cuda/mc_fused.h"
+#include "src/model_cuda/mc_gemm_mma.h"
 
 struct Shape {
   char what[48];
@@ -66,6 +70,79 @@ static bool shapes_of(std::vector<Shape> &out) {
     out.push_back(x);
   }
   return true;
+}
+
+/* bf16 bits of x, round to nearest even (finite x) */
+static uint16_t bf16_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* mc_gemm_mma_act against the two launches it replaces in the runtime: mc_gemm_mma into fp32 Y,
+ * then mc_relu2_bf16 / mc_swiglu_bf16 (act_bf16_kernel): bit for bit (the same loads, mma and
+ * warp order for each sum, the same activation and rounding; a SWIGLU block only holds its gate
+ * and up rows in other fragment rows). Random W and X (never zero, both signs), both X entries
+ * (bf16, fp32 rounded in the kernel), both warp counts, R from 1 to 64. Returns the failures. */
+static int check_act(const char *what, int act, long long outs, long long cols, int *cases) {
+  const long long rows = act == MC_GEMM_MMA_ACT_SWIGLU ? 2 * outs : outs; /* W rows */
+  const int Rmax = MC_GEMM_MMA_MAX_R, Rs[] = {1, 5, 8, 9, 16, 17, 33, 64};
+  std::vector<uint16_t> hw((size_t)(rows * cols)), hxb((size_t)(Rmax * cols));
+  std::vector<float> hx((size_t)(Rmax * cols));
+  unsigned long long st = 0x9e3779b97f4a7c15ULL ^ (unsigned long long)(rows * 131 + cols);
+  auto uni = [&]() { /* +-[0.05, 1): never zero */
+                     st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+                     const double u = (double)(st >> 11) / 9007199254740992.0;
+                     return (float)((0.05 + 0.95 * u) * ((st >> 7) & 1 ? 1.0 : -1.0));
+  };
+  const float ws = 2.0f / sqrtf((float)cols); /* |Y| of order 1: the activation's full range */
+  for (auto &w : hw) w = bf16_bits(uni() * ws);
+  for (size_t i = 0; i < hx.size(); i++) hx[i] = uni(), hxb[i] = bf16_bits(hx[i]);
+  uint16_t *W = nullptr, *Xb = nullptr, *A = nullptr, *Aref = nullptr;
+  float *X = nullptr, *Y = nullptr, *act32 = nullptr;
+  int fails = 0;
+  bool ok = cudaMalloc(&W, hw.size() * 2) == cudaSuccess && cudaMalloc(&Xb, hxb.size() * 2) == cudaSuccess &&
+            cudaMalloc(&X, hx.size() * 4) == cudaSuccess && cudaMalloc(&Y, (size_t)(Rmax * rows) * 4) == cudaSuccess &&
+            cudaMalloc(&act32, (size_t)(Rmax * outs) * 4) == cudaSuccess &&
+            cudaMalloc(&A, (size_t)(Rmax * outs) * 2) == cudaSuccess &&
+            cudaMalloc(&Aref, (size_t)(Rmax * outs) * 2) == cudaSuccess &&
+            cudaMemcpy(W, hw.data(), hw.size() * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+            cudaMemcpy(Xb, hxb.data(), hxb.size() * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+            cudaMemcpy(X, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+  std::vector<uint16_t> got((size_t)(Rmax * outs)), want((size_t)(Rmax * outs));
+  for (int kw = 4; ok && kw <= 8; kw += 4)
+    for (int xf = 0; ok && xf < 2; xf++)
+      for (int R : Rs) {
+        const void *x = xf ? (const void *)X : (const void *)Xb;
+        (*cases)++;
+        cudaMemset(A, 0xff, (size_t)(Rmax * outs) * 2); /* NaN bits: an output not written shows */
+        cudaMemset(Aref, 0, (size_t)(Rmax * outs) * 2);
+        const int rc_ref = mc_gemm_mma(W, x, xf, Y, rows, R, rows, cols, kw, nullptr) != 0 ||
+                           (act == MC_GEMM_MMA_ACT_SWIGLU ? mc_swiglu_bf16(Y, act32, Aref, R, R, outs, nullptr)
+                                                          : mc_relu2_bf16(Y, act32, Aref, R, R, outs, nullptr)) != 0;
+        const int rc = mc_gemm_mma_act(W, x, xf, A, outs, R, rows, cols, act, kw, nullptr);
+        ok = cudaDeviceSynchronize() == cudaSuccess &&
+             cudaMemcpy(got.data(), A, (size_t)(R * outs) * 2, cudaMemcpyDeviceToHost) == cudaSuccess &&
+             cudaMemcpy(want.data(), Aref, (size_t)(R * outs) * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+        long long diff = 0, nonzero = 0;
+        for (long long i = 0; ok && i < R * outs; i++) {
+          diff += got[(size_t)i] != want[(size_t)i];
+          nonzero += (want[(size_t)i] & 0x7fff) != 0;
+        }
+        /* relu2 zeroes the negative half; at least a quarter of the outputs must be nonzero */
+        const bool pass = ok && rc == 0 && rc_ref == 0 && diff == 0 && 4 * nonzero >= R * outs;
+        if (!pass || R == 64)
+          printf("%-22s %6lld x %-6lld bf16 %-7s kw %d x %s R %2d: %s  bit diffs %lld of %lld, nonzero %lld\n", what,
+                 rows, cols, act == MC_GEMM_MMA_ACT_SWIGLU ? "swiglu" : "relu2", kw, xf ? "fp32" : "bf16", R,
+                 pass ? "ok  " : "FAIL", diff, R * outs, nonzero);
+        fails += !pass;
+      }
+  if (!ok) {
+    printf("%-22s: FAIL (CUDA: %s)\n", what, cudaGetErrorString(cudaGetLastError()));
+    fails++;
+  }
+  cudaFree(W), cudaFree(Xb), cudaFree(X), cudaFree(Y), cudaFree(act32), cudaFree(A), cudaFree(Aref);
+  return fails;
 }
 
 int main() {
@@ -113,6 +190,14 @@ int main() {
         if (!ok) fails++;
       }
     }
+  /* the MLP input projection with its activation (mc_gemm_mma_act): the fixture models' MLPs
+     (qwen35-gdn-tiny SwiGLU I = 768 of H = 256, nemotronh-m2-tiny ReLU^2 1920 of 320), partial
+     blocks, and a 4B MLP (Qwen3.5-4B: I = 9216 of 2560, where the warp count is 4) */
+  fails += check_act("act qwen-tiny mlp", MC_GEMM_MMA_ACT_SWIGLU, 768, 256, &cases);
+  fails += check_act("act nemo-tiny mlp", MC_GEMM_MMA_ACT_RELU2, 1920, 320, &cases);
+  fails += check_act("act odd swiglu", MC_GEMM_MMA_ACT_SWIGLU, 37, 264, &cases);
+  fails += check_act("act odd relu2", MC_GEMM_MMA_ACT_RELU2, 37, 264, &cases);
+  fails += check_act("act qwen4b mlp", MC_GEMM_MMA_ACT_SWIGLU, 9216, 2560, &cases);
   printf("%s: %d of %d cases failed\n", fails ? "FAIL" : "PASS", fails, cases);
   return fails ? 1 : 0;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Session 31, call 1 (issue 18): session 30's call 2 (prepared, never lent a machine) with the
-# tensor-core GEMM now loading its first round of W before its PDL wait (cuda_pdl.h), plus the
-# lab and the 4B shapes:
-# (1) gpu_check_gemm_lab (every variant, shape and row count against fp64 and its bound);
+# tensor-core GEMM now loading its first round of W before its PDL wait (cuda_pdl.h) and, for
+# an MLP's input projection, applying the activation in the same launch (mc_gemm_mma_act), plus
+# the lab and the 4B shapes:
+# (1) gpu_check_gemm_lab (every variant, shape and row count against fp64 and its bound;
+#     mc_gemm_mma_act bit for bit against mc_gemm_mma + mc_swiglu_bf16 / mc_relu2_bf16);
 # (2) `bench gemm` bf16 cublas / mma4 / mma8 at 16 rows: the step-in-graph figures against
 #     session 30's (H100: qwen-tiny cublas 162.9 / mma8 95.0 us, nemo-tiny 102.4 / 74.8);
 # (3) `bench e2e` bf16 K = 16 on both fixtures, RSSM_GEMM_BF16=auto (the tensor-core kernel on
@@ -31,7 +33,7 @@ B=.devrun/bin
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$W/gpu.txt"
 
 timeout 150 $B/gpu_check_gemm_lab > "$W/gemm-lab-check.txt" 2>&1
-stamp "gemm lab check rc=$?"; grep -E "FAIL" "$W/gemm-lab-check.txt" | head -10; tail -1 "$W/gemm-lab-check.txt"
+stamp "gemm lab check rc=$?"; grep -E "FAIL|^act" "$W/gemm-lab-check.txt" | head -24; tail -1 "$W/gemm-lab-check.txt"
 timeout 100 $B/replayssm bench gemm --prec bf16 --variants cublas,mma4,mma8 --rows 16 \
   --shape qwen-tiny,nemo-tiny > "$W/bench-gemm.txt" 2>&1
 stamp "bench gemm rc=$?"; grep -E "FAIL|best|step in graph" "$W/bench-gemm.txt" | head -20
