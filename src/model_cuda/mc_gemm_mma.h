@@ -47,12 +47,13 @@ int mc_gemm_mma_warps(int64_t rows, int sms);
 
 /* Whether a bf16 model whose GEMMs read gemm_bytes of weights a step uses this kernel (1) or
  * cuBLAS (0): this kernel when gemm_bytes <= MC_GEMM_MMA_MODEL_BYTES. Measured on an H100
- * (docs/gpu-results.md, "Session 30"; `bench gemm`, bf16, L2 flushed): at 16 rows the fixture
- * models' step GEMMs take 95 / 75 us in a graph against cuBLAS's 163 / 102, while on the 4B
+ * (docs/gpu-results.md, "Session 30" and "Session 31"; `bench gemm`, bf16, L2 flushed): at 16
+ * rows the fixture models' step GEMMs take 69 / 61 us in a graph (session 30, before the weights
+ * were loaded ahead of the PDL wait: 95 / 75) against cuBLAS's 162 / 103, while on the 4B
  * shapes cuBLAS reads the weights at 72-74 % of copy against this kernel's 45-58 % (at 64 rows:
  * 20-27 %: every warp re-reads 64 rows of X for 16 weight rows). A property of the model, never
- * of the batch, so a row's bits do not depend on the batch it is in. The runtime applies it
- * with RSSM_GEMM_BF16=auto (mc_model.cu, gemm_kernel_choice). */
+ * of the batch, so a row's bits do not depend on the batch it is in. The runtime applies it by
+ * default (mc_model.cu, gemm_kernel_choice; RSSM_GEMM_BF16=cublas / =mma override it). */
 #define MC_GEMM_MMA_MODEL_BYTES ((int64_t)64 << 20)
 int mc_gemm_mma_for_model(int64_t gemm_bytes);
 

@@ -37,18 +37,18 @@ using namespace mcm;
 
 namespace {
 
-/* The bf16 models' GEMM kernel, from RSSM_GEMM_BF16: "mma" the tensor-core kernel, "auto"
- * mc_gemm_mma_for_model's choice from the model's GEMM bytes (the tensor-core kernel for
- * latency-bound small models, cuBLAS for the rest), unset or anything else cuBLAS. "auto" is
- * meant to become the default once a device call has run it: the kernel passed every check on
- * the H100 on its padded 64-row calls, but the token-row calls that "auto" makes (and the bf16-X
- * entry at 16 rows) have not run on a GPU yet (docs/next-session.md, session 30). bf16 GEMMs are
- * `bench e2e --gemm bf16`'s and gpu_check_mc_forward's, never a run of record's. */
+/* The bf16 models' GEMM kernel: mc_gemm_mma_for_model's choice from the model's GEMM bytes (the
+ * tensor-core kernel for latency-bound small models, cuBLAS for the rest), the default since
+ * session 31's H100 call (docs/gpu-results.md, "Session 31": forward check 8 passes on it, the
+ * fixture steps 0.320 / 0.202 ms against cuBLAS's 0.375 / 0.210). RSSM_GEMM_BF16 overrides it
+ * for A/B measurements: "cublas" cuBLAS, "mma" the tensor-core kernel for every shape it takes;
+ * "auto", unset or anything else the rule. bf16 GEMMs are `bench e2e --gemm bf16`'s and
+ * gpu_check_mc_forward's, never a run of record's. */
 int gemm_kernel_choice(int64_t gemm_bytes) {
   const char *v = getenv("RSSM_GEMM_BF16");
   if (v && strcmp(v, "mma") == 0) return 1;
-  if (v && strcmp(v, "auto") == 0) return mc_gemm_mma_for_model(gemm_bytes);
-  return 0;
+  if (v && strcmp(v, "cublas") == 0) return 0;
+  return mc_gemm_mma_for_model(gemm_bytes);
 }
 
 /* A device array filled from up to four host pieces laid end to end ([n0 | n1 | n2 | n3]). */
