@@ -169,7 +169,7 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
      row's sums are the butterfly's whatever the batch. */
   const int mat4_rows = d.gdn && d.conventional ? 4 : 8;
   if (f32 && !b1_conventional_step && ntiles <= 8)
-    launch_mat4(M, mat4_rows, grid, (unsigned)(32 * ntiles), msm, s, d, src, op, q, o, nstore, pm, pl);
+    launch_mat4(M, mat4_rows, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
   else
     launch_mat2(M, f32, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
   if (nstore > 0) return;

@@ -256,10 +256,18 @@ void launch_broadcast(uint8_t *blob, const uint8_t *one, size_t nmat, size_t bpm
 void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
 /* mat4_kernel: the rows straight into registers; its shared memory is mat2's (the staged records).
- * rows: 4 or 8 rows folded per batch (mat4_rows). */
-void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
-                 const store_params &st1);
+ * rows: 4 or 8 rows folded per batch (mat4_rows). Each warp takes wr = mat4_rows_per_warp rows of
+ * its head's dv, so a block has ceil(dv / wr) warps. */
+void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
+                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
+/* Rows of a head per warp in mat4_kernel: 32 at B >= MAT4_WIDE_B (the batches the kernel was
+ * tuned on: B = 256, docs/gpu-results.md "Session 15", "Session 17"); below that the fewest
+ * multiple of `rows` (the batch) that keeps a block at <= 8 warps (its launch bounds), so that a
+ * small batch's few blocks fold their rows in parallel rather than a warp's 32 rows in turn (issue
+ * 18: at B = 16 a GDN head of dv = 64 had 2 warps for 8 batches; now 8 warps, 2 batches each).
+ * The bits do not depend on it (mat4_kernel). */
+#define MAT4_WIDE_B 64
+int mat4_rows_per_warp(int dv, int rows, int B);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);
 /* mat2 up to mat2_bytes, mat4 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen);

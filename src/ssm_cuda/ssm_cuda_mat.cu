@@ -260,7 +260,7 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
 
 /* v4 materialisation (session 15) of fp32 sources into fp32 destinations (the
  * conventional fp32 step and the fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one
- * warp per 32-row tile of the head. At entry the block stages the records (alphas, betas, the
+ * warp per wr-row tile of the head (wr a multiple of RB, at most 32: mat4_rows_per_warp). At entry the block stages the records (alphas, betas, the
  * group's k, x or v) and every warp loads its first RB source rows (RB = 4 or 8: launch_flush_rows
  * picks) straight into registers; each batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole
  * tile in shared memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
@@ -271,7 +271,7 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
 template <int M, int RB>
 __global__ void __launch_bounds__(256, 2)
     mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
-                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1) {
+                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1, int wr) {
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
@@ -311,7 +311,9 @@ __global__ void __launch_bounds__(256, 2)
     stage(reinterpret_cast<uint8_t *>(qv), reinterpret_cast<const uint8_t *>(q_in + ((size_t)b * G + g) * dk), rowb,
           threadIdx.x, nthr);
   cp_async_commit();
-  const int i0 = warp * 32, nr = dv - i0 < 32 ? dv - i0 : 32;
+  /* rows i0 .. i0 + nr - 1; wr is a multiple of RB, so a row takes the same place in its batch
+     (row mod RB) and the same arithmetic whatever wr is: the bits do not depend on it */
+  const int i0 = warp * wr, nr = dv - i0 < wr ? dv - i0 : wr;
   const uint8_t *grow = src.blob + mat * (size_t)src.bpm + src.codes_off + (size_t)i0 * (size_t)src.code_row;
   /* rows go from global memory straight to registers, RB at a time, the next batch's loads
      issued before this batch's folds; the block's shared memory is only the records, so many
@@ -328,7 +330,7 @@ __global__ void __launch_bounds__(256, 2)
     qr[m] = (op == OP_STEP && c < dk) ? qv[c] : 0.0f;
   }
 #pragma unroll 1
-  for (int c0 = 0; c0 < 32 / RB; c0++) {
+  for (int c0 = 0; c0 < wr / RB; c0++) {
     const int r0 = c0 * RB;
     if (r0 >= nr) break; /* warp-uniform */
     const int rn = nr - r0 < RB ? nr - r0 : RB;
@@ -461,20 +463,28 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 #undef MAT2
 }
 
-void launch_mat4(int M, int rows, dim3 grid, unsigned threads, size_t smem, cudaStream_t s, const dev_state &d,
-                 const ck_view &src, int op, const float *q, float *o, int nstore, const store_params &st0,
-                 const store_params &st1) {
+int mat4_rows_per_warp(int dv, int rows, int B) {
+  if (B >= MAT4_WIDE_B) return 32;
+  int wr = rows;
+  while (wr < 32 && (dv + wr - 1) / wr > 8) wr += rows;
+  return wr;
+}
+
+void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
+                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1) {
+  const int wr = mat4_rows_per_warp(d.dv, rows, d.B);
+  const unsigned threads = 32u * (unsigned)((d.dv + wr - 1) / wr);
   if (rows == 4) {
     if (M <= 4)
-      pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+      pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
     else
-      pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+      pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
     return;
   }
   if (M <= 4)
-    pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+    pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
   else
-    pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1);
+    pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {
