@@ -2,7 +2,7 @@
 # Session 31, call 2 (issue 18): mat4_kernel with fewer rows a warp below B = 64
 # (mat4_rows_per_warp: at K = 16 a GDN head's 64 rows on 8 warps instead of 2, a Mamba-2 head's
 # 32 on 4 instead of 1; the bits must not move):
-# (1) gpu_check_ssm: the CUDA SSM engine at B = 37 (now on the new row split) against B CPU
+# (1) gpu_check_ssm 0.5 (half the steps): the CUDA SSM engine at B = 37 (now on the new row split) against B CPU
 #     states, every strategy, bit for bit;
 # (2) gpu_check_mc_forward tests/fixtures 64 (fp32 logits against the CPU, bf16 check 8);
 # (3) `bench e2e` bf16 K = 16 on both fixtures (default kernel choice), twice, against call 1's
@@ -23,7 +23,7 @@ export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
 B=.devrun/bin
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$W/gpu.txt"
 
-timeout 120 $B/gpu_check_ssm > "$W/ssm-check.txt" 2>&1
+timeout 90 $B/gpu_check_ssm 0.5 > "$W/ssm-check.txt" 2>&1
 stamp "gpu_check_ssm rc=$? ($(grep -c FAIL "$W/ssm-check.txt") FAIL lines)"; grep -E "FAIL" "$W/ssm-check.txt" | head -5; tail -2 "$W/ssm-check.txt"
 pack
 timeout 90 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward.txt" 2>&1
