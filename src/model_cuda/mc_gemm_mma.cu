@@ -86,6 +86,16 @@ __device__ __forceinline__ void load_w_round(const uint16_t *__restrict__ W, int
   }
 }
 
+/* The KW warps' partial sums of output (r, fragment row n), added in warp order (a fixed order:
+   the bits do not depend on which warp finished first). */
+template <int KW, int ROWS>
+__device__ __forceinline__ float sum_warps(const float (&part)[KW][ROWS][17], int r, int n) {
+  float y = part[0][r][n];
+#pragma unroll
+  for (int w = 1; w < KW; w++) y = y + part[w][r][n];
+  return y;
+}
+
 /* What the kernel writes (mc_gemm_mma / mc_gemm_mma_act): Y itself, or the activation of an MLP's
    input projection as the bf16 input of its output projection. */
 enum Epilogue { EPI_Y = 0, EPI_RELU2 = MC_GEMM_MMA_ACT_RELU2, EPI_SWIGLU = MC_GEMM_MMA_ACT_SWIGLU };
@@ -171,20 +181,14 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     for (int o = threadIdx.x; o < RT * 8 * 8; o += KW * 32) {
       const int r = o >> 3, n = o & 7;
       if (r >= R || n0 + n >= outs) continue;
-      float gate = part[0][r][n], up = part[0][r][n + 8];
-#pragma unroll
-      for (int w = 1; w < KW; w++) gate = gate + part[w][r][n];
-#pragma unroll
-      for (int w = 1; w < KW; w++) up = up + part[w][r][n + 8];
+      const float gate = sum_warps<KW>(part, r, n), up = sum_warps<KW>(part, r, n + 8);
       A[(int64_t)r * ldy + n0 + n] = __float2bfloat16_rn(mc::swiglu_of(gate, up));
     }
   } else {
     for (int o = threadIdx.x; o < RT * 8 * 16; o += KW * 32) {
       const int r = o >> 4, n = o & 15; /* consecutive threads: consecutive columns of Y */
       if (r >= R || n0 + n >= rows) continue;
-      float y = part[0][r][n];
-#pragma unroll
-      for (int w = 1; w < KW; w++) y = y + part[w][r][n];
+      const float y = sum_warps<KW>(part, r, n);
       if constexpr (EPI == EPI_RELU2)
         static_cast<__nv_bfloat16 *>(Y)[(int64_t)r * ldy + n0 + n] =
             __float2bfloat16_rn(mc::relu2_of(y));

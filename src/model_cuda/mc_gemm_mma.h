@@ -11,8 +11,8 @@
  * Programmatic Dependent Launch and needs a rounding launch before it. This kernel streams W once
  * with 16-byte loads, needs no split-K scratch, reads fp32 X directly and takes part in
  * Programmatic Dependent Launch (cuda_pdl.h) with its first round of W loaded before it waits for
- * the previous kernel: weights are never written during a decode. It was also meant for the 4B shapes, where a GEMM is a read of W; there
- * cuBLAS wins (mc_gemm_mma_for_model has the figures).
+ * the previous kernel: weights are never written during a decode. It was also meant for the 4B
+ * shapes, where a GEMM is a read of W; there cuBLAS wins (mc_gemm_mma_for_model has the figures).
  *
  * Shape of the work. A block owns 16 weight rows and has KW warps; warp w takes the 32-k steps
  * w, w + KW, w + 2 KW, ... (so the block reads KW x 64 contiguous bytes of each row per round).

@@ -409,9 +409,9 @@ int ssm_join(mc_batch *b) {
  * their allocation, which is what cuBLAS writes there from the zero padding rows of X. (cuBLAS
  * computes them because its bits depend on its n, fixed at the row tile; this kernel's do not,
  * and at 16 token rows 64-row calls cost the fixture models' step GEMMs 174 / 147 us against 95
- * / 75 on the 16 rows: `bench gemm`, docs/gpu-results.md, "Session 30".) X: bf16 [Rpad][cols] (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads
- * it (x_f32 = 1). Returns 0, -1 on a launch error, -2 when the kernel does not take the shape
- * (nothing launched: cuBLAS then). */
+ * / 75 on the 16 rows: `bench gemm`, docs/gpu-results.md, "Session 30".) X: bf16 [Rpad][cols]
+ * (x_f32 = 0) or fp32, rounded to bf16 as the kernel loads it (x_f32 = 1). Returns 0, -1 on a
+ * launch error, -2 when the kernel does not take the shape (nothing launched: cuBLAS then). */
 int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,
              float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const int kw = mc_gemm_mma_warps(rows, b->g->sms), R = b->RT;
@@ -439,7 +439,7 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
                   : w->kind == BK_RELU2 ? MC_GEMM_MMA_ACT_RELU2
                                         : 0;
   const int R = b->RT;
-  if (!act || !b->g->gemm_mma || !b->xb_act || !w->w_in || !w->w_out || R > MC_GEMM_MMA_MAX_R ||
+  if (!act || !b->g->gemm_mma || !b->xb_act || !w->w_in || !w->w_out ||
       w->out_cols > b->gemm_cols ||
       !mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act) ||
       !mc_gemm_mma_supported(w->w_out, b->xb_act, R, H, w->out_cols, H))

@@ -67,7 +67,8 @@ struct mc_model {
   int64_t moe_router_rows, moe_din, moe_sh_rows, moe_is;
   int sms;           /* multiprocessors of the device (the attention's split count) */
   /* bf16 models: the GEMM kernel, cuBLAS (0) or the tensor-core kernel of mc_gemm_mma.h (1),
-   * chosen at upload from RSSM_GEMM_BF16 (gemm_kernel_choice in mc_model.cu) */
+   * chosen at upload by mc_gemm_mma_for_model from the GEMM bytes, RSSM_GEMM_BF16 overriding
+   * (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
 };
 

@@ -260,10 +260,11 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
 
 /* v4 materialisation (session 15) of fp32 sources into fp32 destinations (the
  * conventional fp32 step and the fp32 flushes; mat2_kernel<M, true> otherwise): grid (H, B), one
- * warp per wr-row tile of the head (wr a multiple of RB, at most 32: mat4_rows_per_warp). At entry the block stages the records (alphas, betas, the
- * group's k, x or v) and every warp loads its first RB source rows (RB = 4 or 8: launch_flush_rows
- * picks) straight into registers; each batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole
- * tile in shared memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
+ * warp per wr-row tile of the head (wr a multiple of RB, at most 32: mat4_rows_per_warp). At
+ * entry the block stages the records (alphas, betas, the group's k, x or v) and every warp loads
+ * its first RB source rows (RB = 4 or 8: launch_flush_rows picks) straight into registers; each
+ * batch's successor is loaded before the batch is folded. (v3's mat3_kernel staged the whole tile
+ * in shared memory, 48-83 KB a block, 2-4 blocks an SM; docs/gpu-results.md "Session 15".)
  * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
  * order; GDN u (item 5) from S_{j-1,i} . k_j, whose RB sums per batch are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
