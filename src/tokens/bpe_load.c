@@ -12,6 +12,9 @@
 #include "src/io/atomic_file.h"
 #include "src/tokens/bpe_internal.h"
 
+/* The most ids a tokenizer may number (its id tables take ~20 bytes an id: 335 MB at most) */
+#define BPE_MAX_IDS (1 << 24)
+
 #define MAX_JSON_BYTES (INT64_C(1) << 30)
 #define MAX_ID ((1u << 31) - 1)
 
@@ -271,6 +274,12 @@ static int load_model(loader *L, const cJSON *root) {
     any = 1;
   }
   if (!any) return fail(L, "model.vocab: empty (expected at least the 256 byte symbols)");
+  /* the id tables below are indexed by id, so the largest id sizes them (an id of 2^31 - 1 asked
+     for 16 GiB: found by fuzz_tokenizer). Ids may leave gaps (reserved ids), so the bound is a
+     ceiling far above real vocabularies (~2.6e5 ids) rather than the number of tokens given. */
+  if (maxid >= BPE_MAX_IDS)
+    return fail(L, "model.vocab / added_tokens: id %u is too large (expected ids below %d)", maxid,
+                BPE_MAX_IDS);
   t->vocab = maxid + 1;
   t->tok_bytes = calloc(t->vocab, sizeof *t->tok_bytes);
   t->tok_len = calloc(t->vocab, sizeof *t->tok_len);

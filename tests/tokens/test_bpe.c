@@ -317,6 +317,9 @@ Test(bpe, malformed_files_refused) {
   expect_refused(0, "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}, \"merges\": []}",
                  "model.vocab[\"a\"]", NULL);
   expect_refused(0, "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}", "model.merges: missing", NULL);
+  /* an id near 2^31: refused before any table is sized from it (fuzz_tokenizer found the 16 GiB ask) */
+  expect_refused(0, "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 2147483646}, "
+                    "\"merges\": []}", "id 2147483646 is too large", "below 16777216");
   expect_refused(2, "\"pre_tokenizer\": {\"type\": \"Metaspace\"}", "pre_tokenizer", "\"Metaspace\"");
   expect_refused(2, NULL, "pre_tokenizer: missing", NULL);
   expect_refused(2, "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
