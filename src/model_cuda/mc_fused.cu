@@ -11,14 +11,19 @@ namespace {
 
 constexpr int NORM_THREADS = 128; /* mc_kernels.cu's rmsnorm block */
 constexpr int EW_THREADS = 256;
+constexpr int QK_STAGE_MAX = 256; /* widest key head gdn_conv_prep_kernel stages */
 
-/* Block per row r < Rpad. Rows r < R: add (every thread its elements, then a barrier so that
- * the norm's lanes read the sums), then the norm; padding rows write ub's zeros only. */
+/* Block per row r < Rpad. Rows r < R: the row's new h (every thread its elements: h + y, or the
+ * token's embedding row when embed is not NULL, or h as it is), written to h and, when staged,
+ * to the block's shared copy of the row (norm_stage_bytes), a barrier so that the norm's lanes
+ * read it, then the norm; padding rows write ub's zeros only. */
 __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][H] or NULL */,
-                                   float *u /* [R][H] */, __nv_bfloat16 *ub /* [Rpad][H] */,
-                                   int R, int64_t H, const float *w /* [H] */, int plus_one,
-                                   float eps) {
+                                   const float *embed /* [V][H] or NULL */,
+                                   const int64_t *tok /* [R] or NULL */, float *u /* [R][H] */,
+                                   __nv_bfloat16 *ub /* [Rpad][H] */, int R, int64_t H,
+                                   const float *w /* [H] */, int plus_one, float eps, int staged) {
   pdl_enter();
+  extern __shared__ float stage[]; /* [H] when staged */
   const int r = blockIdx.x;
   __nv_bfloat16 *ubr = ub ? ub + (int64_t)r * H : nullptr; /* [H] */
   if (r >= R) {
@@ -26,12 +31,16 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
     return;
   }
   float *hr = h + (int64_t)r * H; /* [H] */
-  if (y) {
-    const float *yr = y + (int64_t)r * H; /* [H] */
-    for (int64_t i = threadIdx.x; i < H; i += blockDim.x) hr[i] = hr[i] + yr[i];
-    __syncthreads();
+  const float *yr = y ? y + (int64_t)r * H : nullptr;     /* [H] */
+  const float *er = embed ? embed + tok[r] * H : nullptr; /* [H]: the token's row */
+  for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
+    /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits) */
+    const float v = er ? er[i] : (yr ? hr[i] + yr[i] : hr[i]);
+    if (er || yr) hr[i] = v;
+    if (staged) stage[i] = v;
   }
-  rmsnorm_group(hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr);
+  __syncthreads();
+  rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr);
 }
 
 /* One (group, row) per block, rows r < Rpad: mc_rmsnorm's grid with the gate and the bf16 copy
@@ -39,9 +48,10 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
 __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */,
                                     __nv_bfloat16 *yb /* [Rpad][ld] or NULL */,
                                     const float *z /* [R][ldz] or NULL */, int64_t ldz, int R,
-                                    int gs, int64_t ld, const float *w, int w_per_group,
-                                    float eps) {
+                                    int gs, int64_t ld, const float *w, int w_per_group, float eps,
+                                    int staged) {
   pdl_enter();
+  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   __nv_bfloat16 *ybg = yb ? yb + r * ld + (int64_t)g * gs : nullptr; /* [gs] */
   if (r >= R) {
@@ -51,7 +61,8 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
   const float *xg = x + r * ld + (int64_t)g * gs;                          /* [gs] */
   const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
   const float *zg = z ? z + r * ldz + (int64_t)g * gs : nullptr;           /* [gs] */
-  rmsnorm_group(xg, y + r * ld + (int64_t)g * gs, ybg, gs, wg, 0, eps, zg);
+  rmsnorm_group(stage_group(staged ? stage : nullptr, xg, gs), y + r * ld + (int64_t)g * gs, ybg,
+                gs, wg, 0, eps, zg);
 }
 
 /* act[r][i] = the activation of the block's projection (SWIGLU: swiglu_of(gu[r][i],
@@ -132,12 +143,23 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
   float *cvr = cv + r * C;                    /* [C] */
   if (part < Hk) {
     const int64_t q0 = (int64_t)part * dk, k0 = key_dim + q0;
+    /* the head's q and k also go to shared memory, where lanes 0..15 read them in sequence for
+       their sums (norm_stage_bytes says why); a head wider than the copy reads cv */
+    __shared__ float qk_stage[2 * QK_STAGE_MAX]; /* [2][dk]: q, then k */
+    const bool staged = dk <= QK_STAGE_MAX;
+    float *qs = staged ? qk_stage : cvr + q0, *ks = staged ? qk_stage + dk : cvr + k0; /* [dk] */
     for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-      cvr[q0 + i] = conv_step_channel(wr, xr[q0 + i], cw, nullptr, q0 + i, C, K);
-      cvr[k0 + i] = conv_step_channel(wr, xr[k0 + i], cw, nullptr, k0 + i, C, K);
+      const float qc = conv_step_channel(wr, xr[q0 + i], cw, nullptr, q0 + i, C, K);
+      const float kc = conv_step_channel(wr, xr[k0 + i], cw, nullptr, k0 + i, C, K);
+      cvr[q0 + i] = qc;
+      cvr[k0 + i] = kc;
+      if (staged) {
+        qs[i] = qc;
+        ks[i] = kc;
+      }
     }
-    __syncthreads(); /* the head's cv, written by every thread, is read by lanes 0..15 */
-    gdn_l2_head(cvr + q0, cvr + k0, q + r * key_dim + q0, k + r * key_dim + q0, dk, qscale);
+    __syncthreads(); /* the head's q and k, written by every thread, are read by lanes 0..15 */
+    gdn_l2_head(qs, ks, q + r * key_dim + q0, k + r * key_dim + q0, dk, qscale);
   } else if (part < Hk + nvb) {
     const int64_t j = (int64_t)(part - Hk) * blockDim.x + threadIdx.x;
     if (j >= value_dim) return;
@@ -153,16 +175,18 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
 }
 
 /* Block per (group g, row r < Rpad), NORM_THREADS threads: the group's gs values of the gate
- * (mamba2_gate_of) into t, a barrier, then rmsnorm_group in place with the group's own weight
- * and the bf16 copy; padding rows write tb's zeros only (rmsnorm_gate_kernel's rows). */
+ * (mamba2_gate_of) into the block's shared copy (or, unstaged, into t), a barrier, then
+ * rmsnorm_group into t with the group's own weight and the bf16 copy; padding rows write tb's
+ * zeros only (rmsnorm_gate_kernel's rows). */
 __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
                                         const float *cv /* [R][conv_dim] */, int64_t conv_dim,
                                         const float *zx /* [R][in_rows] */, int64_t in_rows,
                                         const float *D /* [Hm] */, float *t /* [R][di] */,
                                         __nv_bfloat16 *tb /* [Rpad][di] or NULL */, int R, int P,
-                                        int gs, int64_t di, const float *w /* [G][gs] */,
-                                        float eps) {
+                                        int gs, int64_t di, const float *w /* [G][gs] */, float eps,
+                                        int staged) {
   pdl_enter();
+  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   const int64_t g0 = (int64_t)g * gs;
   __nv_bfloat16 *tbg = tb ? tb + r * di + g0 : nullptr; /* [gs] */
@@ -170,13 +194,14 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
     for (int i = threadIdx.x; i < gs; i += blockDim.x) tbg[i] = __float2bfloat16_rn(0.0f);
     return;
   }
-  float *tg = t + r * di + g0; /* [gs] */
+  float *tg = t + r * di + g0;        /* [gs] */
+  float *gated = staged ? stage : tg; /* [gs]: the gate's values before the norm */
   for (int j = threadIdx.x; j < gs; j += blockDim.x) {
     const int64_t i = g0 + j;
-    tg[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
+    gated[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
   }
   __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
-  rmsnorm_group(tg, tg, tbg, gs, w + g0, 0, eps, nullptr);
+  rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr);
 }
 
 unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
@@ -198,8 +223,21 @@ int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad
                    const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, 0, as_stream(stream), h, y, u,
-             (__nv_bfloat16 *)ub, R, H, w, plus_one, eps);
+  const int stage = norm_stage_bytes(H);
+  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
+             y, (const float *)nullptr, (const int64_t *)nullptr, u, (__nv_bfloat16 *)ub, R, H, w,
+             plus_one, eps, stage > 0);
+  return launch_ok();
+}
+
+int mc_embed_rmsnorm(const float *embed, const int64_t *tok, float *h, float *u, void *ub, int R,
+                     int Rpad, int64_t H, const float *w, int plus_one, float eps, void *stream) {
+  if (R < 1) return 0;
+  const int rows = ub ? (Rpad > R ? Rpad : R) : R;
+  const int stage = norm_stage_bytes(H);
+  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
+             (const float *)nullptr, embed, tok, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps,
+             stage > 0);
   return launch_ok();
 }
 
@@ -208,8 +246,10 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
                     float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS, 0,
-             as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w, w_per_group, eps);
+  const int stage = norm_stage_bytes(gs);
+  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS,
+             (size_t)stage, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w,
+             w_per_group, eps, stage > 0);
   return launch_ok();
 }
 
@@ -260,9 +300,10 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   const int64_t di = (int64_t)Hm * P;
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
-  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS, 0,
-             as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, (__nv_bfloat16 *)tb, R, P,
-             (int)(di / G), di, w, eps);
+  const int stage = norm_stage_bytes(di / G);
+  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS,
+             (size_t)stage, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t,
+             (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps, stage > 0);
   return launch_ok();
 }
 

@@ -26,6 +26,14 @@ int mc_add_rmsnorm(float *h /* [R][H] */, const float *y /* [R][H] or NULL */,
                    float *u /* [R][H] */, void *ub /* bf16 [Rpad][H] or NULL */, int R, int Rpad,
                    int64_t H, const float *w /* [H] */, int plus_one, float eps, void *stream);
 
+/* The embedding and the first block's norm in one launch: h[r] = embed[tok[r]] (mc_embed's
+ * copy), then u and ub as mc_add_rmsnorm with y NULL. Bit-identical to mc_embed, then
+ * mc_add_rmsnorm(h, NULL, ...). */
+int mc_embed_rmsnorm(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
+                     float *h /* [R][H] */, float *u /* [R][H] */,
+                     void *ub /* bf16 [Rpad][H] or NULL */, int R, int Rpad, int64_t H,
+                     const float *w /* [H] */, int plus_one, float eps, void *stream);
+
 /* The SSM blocks' output norms: mc_rmsnorm's (groups of gs, ld apart, w shared or per group, no
  * plus-one), then y *= silu(z) when z is not NULL (GDN: z = the gate slice of the projection,
  * rows ldz apart), and yb [Rpad][ld] = bf16(y) (rows R..Rpad-1 zero) when yb is not NULL (ld is

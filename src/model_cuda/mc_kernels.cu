@@ -15,14 +15,16 @@ constexpr int EW_THREADS = 256;
 
 /* One (group, row) per block (rmsnorm_group, mc_device.cuh). */
 __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */, int gs,
-                               int64_t ld, const float *w, int w_per_group, int plus_one,
-                               float eps) {
+                               int64_t ld, const float *w, int w_per_group, int plus_one, float eps,
+                               int staged) {
   pdl_enter();
+  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   const float *xg = x + r * ld + (int64_t)g * gs; /* [gs] */
   float *yg = y + r * ld + (int64_t)g * gs;       /* [gs] */
   const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
-  rmsnorm_group(xg, yg, nullptr, gs, wg, plus_one, eps, nullptr);
+  rmsnorm_group(stage_group(staged ? stage : nullptr, xg, gs), yg, nullptr, gs, wg, plus_one, eps,
+                nullptr);
 }
 
 __global__ void embed_kernel(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
@@ -222,8 +224,9 @@ extern "C" {
 int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld, const float *w,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
-  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, 0,
-             as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps);
+  const int stage = norm_stage_bytes(gs);
+  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, (size_t)stage,
+             as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps, stage > 0);
   return launch_ok();
 }
 

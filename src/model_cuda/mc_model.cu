@@ -968,8 +968,6 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   const int64_t H = c->H, V = c->V;
   const float eps = (float)c->eps;
   void *s = (void *)b->stream;
-  if (mc_embed(g->embed, b->tok, b->h, R, H, s) != 0)
-    return rssm_fail(err, errlen, "embedding launch");
   cudaEvent_t *ev = b->prof && !b->graph_on ? b->prof_ev : nullptr; /* [3 nblocks + 2] */
   const int bf16 = g->prec == MC_GEMM_BF16;
   /* Each block's residual add h += y is done by the next block's norm (or the final norm) in
@@ -978,14 +976,20 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
    * likewise an SSM block's conv and prep, and Mamba-2's gate and group norm, are one launch each
    * on a decode step (docs/gpu-runtime.md, "Fused glue"). */
   const float *pending_y = nullptr; /* [R][H]: the previous block's output, not yet added to h */
+  /* the first norm also copies the tokens' embedding rows into h (mc_embed_rmsnorm) */
+  auto add_norm = [&](const float *wn, void *ubn) {
+    return pending_y ? mc_add_rmsnorm(b->h, pending_y, b->u, ubn, R, b->Rpad, H, wn,
+                                      c->norm_plus_one, eps, s)
+                     : mc_embed_rmsnorm(g->embed, b->tok, b->h, b->u, ubn, R, b->Rpad, H, wn,
+                                        c->norm_plus_one, eps, s);
+  };
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
     const char *what = block_kind_name((block_kind)w->kind);
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
-    int rc = mc_add_rmsnorm(b->h, pending_y, b->u, ub, R, b->Rpad, H, w->norm, c->norm_plus_one,
-                            eps, s);
+    int rc = add_norm(w->norm, ub);
     /* an MLP on the tensor-core kernel: the input projection writes the activation (xb_act) */
     const int mlp_act = !rc && ub ? gemm_mlp_act(b, w, H) : -2;
     rc = rc || mlp_act == -1;
@@ -1130,8 +1134,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
-  int rc = mc_add_rmsnorm(b->h, pending_y, b->u, bf16 ? (void *)b->xb : nullptr, R, b->Rpad, H,
-                          g->final_norm, c->norm_plus_one, eps, s);
+  int rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
   rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
                    : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
   if (want_metrics) {

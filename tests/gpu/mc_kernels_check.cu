@@ -411,7 +411,8 @@ static void bf16_rows(const char *name, const uint16_t *ub, const std::vector<fl
  * the norm against the CPU references (bit-identical, as the unfused kernels are), the bf16
  * inputs against bf16_rne of the fp32 outputs, and the padding rows zero (the buffer starts as
  * 0xff bytes, so a row left unwritten fails). Sizes include a hidden width that is not a
- * multiple of the block (300) and a padded batch (R = 5 of Rpad = 16). */
+ * multiple of the block (300), a padded batch (R = 5 of Rpad = 16) and a row too wide for the
+ * kernel's shared copy (12500 floats; the others are staged). */
 static void check_fused() {
   struct {
     int R, Rpad;
@@ -421,7 +422,9 @@ static void check_fused() {
   } cases[] = {{5, 16, 300, 1, 1, 1, "add_rmsnorm R=5/16 H=300 (1+w) bf16"},
                {4, 4, 256, 0, 1, 0, "add_rmsnorm no y (first block) bf16"},
                {16, 64, 2560, 1, 1, 0, "add_rmsnorm R=16/64 H=2560 bf16"},
-               {3, 3, 320, 1, 0, 0, "add_rmsnorm fp32 (no bf16 output)"}};
+               {3, 3, 320, 1, 0, 0, "add_rmsnorm fp32 (no bf16 output)"},
+               /* a row past the 48 KiB shared copy (norm_stage_bytes): read from global memory */
+               {2, 4, 12500, 1, 1, 1, "add_rmsnorm H=12500 unstaged bf16"}};
   for (auto &c : cases) {
     const size_t n = (size_t)c.R * (size_t)c.H;
     auto h = rnd(n, 40, 3.0f), y = rnd(n, 41, 2.0f), w = rnd((size_t)c.H, 42, 1.0f);
@@ -451,6 +454,29 @@ static void check_fused() {
       cudaFree(dub);
     }
     cudaFree(dh), cudaFree(dy), cudaFree(dw), cudaFree(du);
+  }
+  /* the embedding fused into the first norm: h = embed[tok] and u against the CPU's embedding
+   * and norm, ub against bf16(u), padding rows zero (a repeated token and the last id included) */
+  {
+    const int R = 5, Rpad = 16;
+    const int64_t V = 40, H = 300;
+    auto E = rnd((size_t)(V * H), 49, 2.0f), w = rnd((size_t)H, 50, 1.0f);
+    std::vector<int64_t> tok = {39, 3, 0, 3, 17};
+    std::vector<float> h((size_t)(R * H), 7.0f), u(h.size()), hr(h.size()), ur(h.size());
+    float *dE = dev(E), *dw = dev(w), *dh = dev(h), *du = dev(u);
+    int64_t *dt = dev(tok);
+    uint16_t *dub = nullptr;
+    const size_t nb = (size_t)Rpad * (size_t)H;
+    CUDA_OK(cudaMalloc(&dub, nb * sizeof(uint16_t)));
+    CUDA_OK(cudaMemset(dub, 0xff, nb * sizeof(uint16_t)));
+    if (mc_embed_rmsnorm(dE, dt, dh, du, dub, R, Rpad, H, dw, 1, 1e-6f, 0) != 0) g_fail++;
+    mc_ref_embed(E.data(), tok.data(), hr.data(), R, H);
+    mc_ref_rmsnorm(hr.data(), ur.data(), R, 1, (int)H, H, w.data(), 0, 1, 1e-6f);
+    exact("embed_rmsnorm: h", host(dh, h.size()), hr);
+    auto ug = host(du, u.size());
+    exact("embed_rmsnorm: u", ug, ur);
+    bf16_rows("embed_rmsnorm: ub", host(dub, nb).data(), ug, R, Rpad, H);
+    cudaFree(dE), cudaFree(dw), cudaFree(dh), cudaFree(du), cudaFree(dt), cudaFree(dub);
   }
   /* the SSM blocks' output norms: GDN's per-head norm with the gate (z strided, as the gate slice
    * of the projection; within 1e-6 of the CPU: one expf in silu), Mamba-2's in-place grouped
