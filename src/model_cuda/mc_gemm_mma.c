@@ -28,3 +28,13 @@ int mc_gemm_mma_act_supported(const void *W, const void *X, int R, int64_t rows,
   if (act != MC_GEMM_MMA_ACT_SWIGLU || rows % 2 != 0 || lda < rows / 2) return 0;
   return mc_gemm_mma_supported(W, X, R, rows, cols, rows); /* Y's width checked above */
 }
+
+int mc_gemm_mma_row_tiles(int R) { return R <= 8 ? 1 : R <= 16 ? 2 : R <= 32 ? 4 : 8; }
+
+int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols, int64_t ldy,
+                               int act) {
+  /* X lives in the block's shared memory (16-byte aligned): W alone decides the alignment */
+  const int ok = act ? mc_gemm_mma_act_supported(W, W, R, rows, cols, ldy, act)
+                     : mc_gemm_mma_supported(W, W, R, rows, cols, ldy);
+  return ok && 8 * (int64_t)mc_gemm_mma_row_tiles(R) * cols * 2 <= MC_GEMM_MMA_NORM_SMEM;
+}

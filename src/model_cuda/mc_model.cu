@@ -317,6 +317,8 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
+  const char *nig = getenv("RSSM_NORM_IN_GEMM");
+  g->norm_in_gemm = g->gemm_mma && !(nig && strcmp(nig, "0") == 0);
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
@@ -434,21 +436,44 @@ int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void 
  * Returns 0, -1 on a launch error, -2 when not taken (nothing launched: the two-launch path then):
  * another model, a shape the kernel refuses, or an output projection the kernel would not take
  * (cuBLAS would read xb_act's padding rows, which this does not write). */
-int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
+int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm = nullptr) {
   const int act = w->kind == BK_SWIGLU  ? MC_GEMM_MMA_ACT_SWIGLU
                   : w->kind == BK_RELU2 ? MC_GEMM_MMA_ACT_RELU2
                                         : 0;
   const int R = b->RT;
   if (!act || !b->g->gemm_mma || !b->xb_act || !w->w_in || !w->w_out ||
       w->out_cols > b->gemm_cols ||
-      !mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act) ||
+      !(nm ? mc_gemm_mma_norm_supported(w->w_in, R, w->in_rows, H, w->out_cols, act)
+           : mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act)) ||
       !mc_gemm_mma_supported(w->w_out, b->xb_act, R, H, w->out_cols, H))
     return -2;
-  return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0,
-                         reinterpret_cast<uint16_t *>(b->xb_act), w->out_cols, R, w->in_rows, H,
-                         act, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream) != 0
-             ? -1
-             : 0;
+  const uint16_t *W = static_cast<const uint16_t *>(w->w_in);
+  uint16_t *A = reinterpret_cast<uint16_t *>(b->xb_act); /* [RT][out_cols] bf16 */
+  const int kw = mc_gemm_mma_warps(w->in_rows, b->g->sms);
+  const int rc =
+      nm ? mc_gemm_mma_norm(W, nm, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream)
+         : mc_gemm_mma_act(W, b->xb, 0, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream);
+  return rc == 0 ? 0 : rc == -2 ? -2 : -1;
+}
+
+/* A block's input norm and input projection in one launch (mc_gemm_mma_norm, norm_in_gemm):
+ * proj (or, for an MLP on the tensor-core kernel, its activation in xb_act) from *nm, the new
+ * residual into nm->h_out. Returns 0 and sets *act_done when the MLP's activation was applied,
+ * -1 on a launch error, -2 when not taken (nothing launched: the unfused path then). */
+int norm_gemm_in(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm, int *act_done) {
+  const int R = b->RT;
+  *act_done = 0;
+  if (!b->g->norm_in_gemm || !w->w_in || R > MC_GEMM_MMA_MAX_R) return -2;
+  const int rc = gemm_mlp_act(b, w, H, nm);
+  if (rc != -2) {
+    *act_done = rc == 0;
+    return rc;
+  }
+  if (!mc_gemm_mma_norm_supported(w->w_in, R, w->in_rows, H, w->in_rows, 0)) return -2;
+  const int r =
+      mc_gemm_mma_norm(static_cast<const uint16_t *>(w->w_in), nm, b->proj, w->in_rows, R,
+                       w->in_rows, H, 0, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream);
+  return r == 0 ? 0 : r == -2 ? -2 : -1;
 }
 
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
@@ -544,13 +569,14 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b->kc);
   free(b->vc);
   free(b->eng);
-  void *ds[] = {b->h,       b->u,       b->y,        b->proj,      b->act,         b->cv,
-                b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,         b->e_q,
-                b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
-                b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
-                b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
-                b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
-                b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d};
+  void *ds[] = {b->h,        b->h2,      b->u,       b->y,        b->proj,      b->act,
+                b->cv,       b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,
+                b->e_q,      b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,
+                b->rope_sin, b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,
+                b->blas_ws,  b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,
+                b->mo_wt,    b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,
+                b->mo_sa,    b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d,
+                b->slot_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -735,20 +761,21 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   const int64_t max_conv = z->max_conv, max_heads = z->max_heads, max_vd = z->max_vd,
                 max_gk = z->max_gk, qd = z->qd, nsplit = z->nsplit, gemm_cols = z->gemm_cols;
   int ok;
-  ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->u, Rp * H * F) == 0 &&
-       DALLOC(b, b->y, Rp * H * F) == 0 && DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
+  ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->h2, Rp * H * F) == 0 &&
+       DALLOC(b, b->u, Rp * H * F) == 0 && DALLOC(b, b->y, Rp * H * F) == 0 &&
+       DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
        DALLOC(b, b->act, Rp * max64(g->max_out_cols, 1) * F) == 0 &&
        DALLOC(b, b->cv, R * max64(max_conv, 1) * F) == 0 &&
-       DALLOC(b, b->e_alpha, R * max_heads * F) == 0 && DALLOC(b, b->e_beta, R * max_heads * F) == 0 &&
-       DALLOC(b, b->e_v, R * max_vd * F) == 0 && DALLOC(b, b->e_o, R * max_vd * F) == 0 &&
-       DALLOC(b, b->e_k, R * max_gk * F) == 0 && DALLOC(b, b->e_q, R * max_gk * F) == 0 &&
-       DALLOC(b, b->logits, Rp * V * F) == 0 &&
+       DALLOC(b, b->e_alpha, R * max_heads * F) == 0 &&
+       DALLOC(b, b->e_beta, R * max_heads * F) == 0 && DALLOC(b, b->e_v, R * max_vd * F) == 0 &&
+       DALLOC(b, b->e_o, R * max_vd * F) == 0 && DALLOC(b, b->e_k, R * max_gk * F) == 0 &&
+       DALLOC(b, b->e_q, R * max_gk * F) == 0 && DALLOC(b, b->logits, Rp * V * F) == 0 &&
        DALLOC(b, b->stats, R * (int64_t)sizeof(mc_row_stats)) == 0 &&
        DALLOC(b, b->met, R * (int64_t)sizeof(mc_row_metrics)) == 0 &&
        DALLOC(b, b->tok, R * 8) == 0 && DALLOC(b, b->tgt, (K > R ? K : R) * 8) == 0 &&
-       DALLOC(b, b->slot_d, 4) == 0 &&
-       DALLOC(b, b->pos_d, R * 4) == 0 && DALLOC(b, b->n_d, b->R * 4) == 0 &&
-       DALLOC(b, b->a_d, b->R * 4) == 0 && DALLOC(b, b->ref_row_d, R * 4) == 0;
+       DALLOC(b, b->slot_d, 4) == 0 && DALLOC(b, b->pos_d, R * 4) == 0 &&
+       DALLOC(b, b->n_d, b->R * 4) == 0 && DALLOC(b, b->a_d, b->R * 4) == 0 &&
+       DALLOC(b, b->ref_row_d, R * 4) == 0;
   if (ok && g->prec == MC_GEMM_BF16) {
     b->gemm_cols = gemm_cols;
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
@@ -976,12 +1003,20 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
    * likewise an SSM block's conv and prep, and Mamba-2's gate and group norm, are one launch each
    * on a decode step (docs/gpu-runtime.md, "Fused glue"). */
   const float *pending_y = nullptr; /* [R][H]: the previous block's output, not yet added to h */
+  /* the residual: h_cur, and h_next for a norm done by a GEMM (mc_gemm_mma_norm), after which
+     the two swap */
+  float *h_cur = b->h, *h_next = b->h2; /* [Rpad][H] */
   /* the first norm also copies the tokens' embedding rows into h (mc_embed_rmsnorm) */
   auto add_norm = [&](const float *wn, void *ubn) {
-    return pending_y ? mc_add_rmsnorm(b->h, pending_y, b->u, ubn, R, b->Rpad, H, wn,
+    return pending_y ? mc_add_rmsnorm(h_cur, pending_y, b->u, ubn, R, b->Rpad, H, wn,
                                       c->norm_plus_one, eps, s)
-                     : mc_embed_rmsnorm(g->embed, b->tok, b->h, b->u, ubn, R, b->Rpad, H, wn,
+                     : mc_embed_rmsnorm(g->embed, b->tok, h_cur, b->u, ubn, R, b->Rpad, H, wn,
                                         c->norm_plus_one, eps, s);
+  };
+  auto norm_of = [&](const float *wn) {
+    return mc_gemm_norm{
+        h_cur, pending_y, pending_y ? nullptr : g->embed, b->tok, h_next, wn, c->norm_plus_one,
+        eps};
   };
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
@@ -989,11 +1024,21 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
-    int rc = add_norm(w->norm, ub);
+    /* the norm inside the input projection (norm_in_gemm), else a launch of its own */
+    const mc_gemm_norm nm = norm_of(w->norm);
+    int act_done = 0;
+    const int fused = ub ? norm_gemm_in(b, w, H, &nm, &act_done) : -2;
+    int rc = fused == -1;
+    if (fused == 0) { /* the GEMM wrote the new residual into h_next */
+      float *t = h_cur;
+      h_cur = h_next;
+      h_next = t;
+    }
+    if (fused == -2) rc = add_norm(w->norm, ub);
     /* an MLP on the tensor-core kernel: the input projection writes the activation (xb_act) */
-    const int mlp_act = !rc && ub ? gemm_mlp_act(b, w, H) : -2;
+    const int mlp_act = act_done ? 0 : !rc && ub && fused == -2 ? gemm_mlp_act(b, w, H) : -2;
     rc = rc || mlp_act == -1;
-    if (w->w_in && mlp_act == -2)
+    if (w->w_in && mlp_act == -2 && fused == -2)
       rc = rc || (ub ? gemm_xb(b, w->w_in, w->in_rows, H, b->proj, w->in_rows)
                      : gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows));
     int out_ready = 0; /* 1: xb (xb_act after mlp_act) holds the bf16 input of w_out */
@@ -1134,9 +1179,21 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
-  int rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
-  rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
-                   : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
+  /* the final norm inside the lm_head's GEMM where the kernel takes it */
+  const mc_gemm_norm nm = norm_of(g->final_norm);
+  int fused = -2;
+  if (g->norm_in_gemm && R <= MC_GEMM_MMA_MAX_R &&
+      mc_gemm_mma_norm_supported(g->lm_head, R, V, H, V, 0)) {
+    const int r = mc_gemm_mma_norm(static_cast<const uint16_t *>(g->lm_head), &nm, b->logits, V, R,
+                                   V, H, 0, mc_gemm_mma_warps(V, g->sms), s);
+    fused = r == 0 ? 0 : r == -2 ? -2 : -1;
+  }
+  int rc = fused == -1;
+  if (fused == -2) {
+    rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
+    rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
+                     : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
+  }
   if (want_metrics) {
     rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
     rc = rc || (spec ? mc_spec_metrics_launch(b->logits, b->stats, b->ring_lg, b->ring_st,

@@ -70,6 +70,9 @@ struct mc_model {
    * chosen at upload by mc_gemm_mma_for_model from the GEMM bytes, RSSM_GEMM_BF16 overriding
    * (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
+  /* with gemm_mma: each block's input norm done by its input projection (mc_gemm_mma_norm), and
+   * the final norm by the lm_head's; RSSM_NORM_IN_GEMM=0 turns it off (the A/B switch) */
+  int norm_in_gemm;
 };
 
 struct mc_batch {
@@ -103,6 +106,8 @@ struct mc_batch {
   ssm_cuda_state **eng;      /* [nblocks] -> [C] states of K rows each */
   /* scratch */
   float *h, *u, *y;          /* [Rpad][H] residual, normed input, block output */
+  float *h2;                 /* [Rpad][H] the residual's other buffer (mc_gemm_mma_norm writes
+                                the new h there while the GEMM's other blocks read the old) */
   float *proj;               /* [Rpad][max_in_rows] input projection */
   float *act;                /* [Rpad][max_out_cols] input of the output projection */
   float *cv;                 /* [R][max conv_dim] conv output */

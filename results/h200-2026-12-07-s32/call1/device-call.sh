@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Session 32, call 1 (issue 18): the norms staged in shared memory (norm_stage_bytes: the row or
-# group copied by every thread at once, then rmsnorm_group's 8 lanes sum it from shared memory;
-# gdn_conv_prep's key heads likewise) and the embedding copied by the first norm
-# (mc_embed_rmsnorm: one launch less a step), A/B against session 31's build (8a3ea6c):
-# (1) gpu_check_mc_kernels (the staged kernels against the CPU references, bit for bit, and an
-#     unstaged row of 12500 floats), gpu_check_mc_forward tests/fixtures 64, gpu_check_gemm_lab
-#     (session 31's sum_warps review);
-# (2) `bench e2e` bf16 K = 16 on both fixtures, this build against 8a3ea6c ("base"), alternating,
-#     twice; transformers' decode after the first round's new runs: the same-call ratio;
+# Session 32, call 1 (issue 18), A/B against session 31's build (8a3ea6c, "base") in one call:
+# - the norms staged in shared memory (norm_stage_bytes: every thread copies its elements, then
+#   rmsnorm_group's 8 lanes sum from shared memory; gdn_conv_prep's key heads likewise) and the
+#   embedding copied by the first norm (mc_embed_rmsnorm): RSSM_NORM_IN_GEMM=0 ("staged");
+# - each block's input norm done by its input projection (mc_gemm_mma_norm, the default with the
+#   tensor-core kernel: "fused"): one launch less per block and for the final norm.
+# (1) gpu_check_mc_kernels (the staged kernels and mc_embed_rmsnorm against the CPU, bit for
+#     bit), gpu_check_gemm_lab (mc_gemm_mma_norm bit for bit against the launches it replaces),
+#     gpu_check_mc_forward tests/fixtures 64 fused and staged;
+# (2) `bench e2e` bf16 K = 16 on both fixtures, fused / staged / base, alternating, twice;
+#     transformers' decode after the first round's fused runs: the same-call ratio;
 # (3) the 4B shapes at K = 64 (bf16) for the bar's 0.70 of the byte limit;
 # (4) Nsight Systems' per-kernel durations inside the step's graph (--cuda-graph-trace=node).
 # Outputs under /tmp/w, packed into $OUT/call.tgz after each stage. Carry .devrun.txz
 # (replayssm, replayssm-base, gpu_check_mc_kernels, gpu_check_mc_forward, gpu_check_gemm_lab);
 # trim keeping results/h200-2026-12-07-s32, tests/fixtures and data/models/*/model.safetensors.
-# ~150 s.
+# ~170 s.
 set -u
 cd "$(dirname "$0")/../../.."
 : "${OUT:?set OUT}"
-T0=$(date +%s); LIMIT=${CALL_LIMIT:-220}
+T0=$(date +%s); LIMIT=${CALL_LIMIT:-240}
 left() { echo $((LIMIT - ($(date +%s) - T0))); }
 W=/tmp/w; rm -rf "$W"; mkdir -p "$W"
 stamp() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$W/stamps.txt"; }
@@ -29,18 +31,21 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$W/gpu.txt
 
 timeout 60 $B/gpu_check_mc_kernels > "$W/kernels-check.txt" 2>&1
 stamp "mc kernels check rc=$? ($(grep -c FAIL "$W/kernels-check.txt") FAIL lines)"; grep FAIL "$W/kernels-check.txt" | head -5; tail -1 "$W/kernels-check.txt"
-timeout 60 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward.txt" 2>&1
-stamp "forward rc=$?"; grep -E "FAIL|failing" "$W/forward.txt" | head -4; tail -1 "$W/forward.txt"
 timeout 60 $B/gpu_check_gemm_lab > "$W/gemm-lab-check.txt" 2>&1
-stamp "gemm lab check rc=$? ($(grep -c FAIL "$W/gemm-lab-check.txt") FAIL lines)"; tail -1 "$W/gemm-lab-check.txt"
+stamp "gemm lab check rc=$? ($(grep -c FAIL "$W/gemm-lab-check.txt") FAIL lines)"; grep FAIL "$W/gemm-lab-check.txt" | head -5; tail -1 "$W/gemm-lab-check.txt"
+timeout 60 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward.txt" 2>&1
+stamp "forward (fused) rc=$?"; grep -E "FAIL|failing" "$W/forward.txt" | head -4; tail -1 "$W/forward.txt"
+RSSM_NORM_IN_GEMM=0 timeout 60 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward-staged.txt" 2>&1
+stamp "forward (staged) rc=$?"; tail -1 "$W/forward-staged.txt"
 pack
 for rep in 1 2; do
   for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
-    for k in new base; do
+    for k in fused staged base; do
       [ "$(left)" -gt 40 ] || { stamp "skip $m $k"; continue; }
       X=$B/replayssm; [ $k = base ] && X=$B/replayssm-base
-      HF=(); [ $k = new ] && [ $rep = 1 ] && HF=(--transformers python3 --transformers-json "$W/hf_$m.json")
-      timeout 90 $X bench e2e --model data/models/$m --streams 16 --steps 64 --warmup 8 --gemm bf16 \
+      NIG=1; [ $k = staged ] && NIG=0
+      HF=(); [ $k = fused ] && [ $rep = 1 ] && HF=(--transformers python3 --transformers-json "$W/hf_$m.json")
+      RSSM_NORM_IN_GEMM=$NIG timeout 90 $X bench e2e --model data/models/$m --streams 16 --steps 64 --warmup 8 --gemm bf16 \
         --configs 'conventional state=fp32' --label $m-$k "${HF[@]}" --out "$W/e2e.csv" \
         >> "$W/e2e.log" 2>&1
       stamp "e2e $m $k rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,26,27)"
