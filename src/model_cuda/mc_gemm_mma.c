@@ -36,5 +36,7 @@ int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols,
   /* X lives in the block's shared memory (16-byte aligned): W alone decides the alignment */
   const int ok = act ? mc_gemm_mma_act_supported(W, W, R, rows, cols, ldy, act)
                      : mc_gemm_mma_supported(W, W, R, rows, cols, ldy);
-  return ok && 8 * (int64_t)mc_gemm_mma_row_tiles(R) * cols * 2 <= MC_GEMM_MMA_NORM_SMEM;
+  const int64_t rows8 = 8 * (int64_t)mc_gemm_mma_row_tiles(R);
+  /* the bf16 X, and the kernel's own warp sums at 8 warps (part[8][rows8][17] floats) */
+  return ok && rows8 * cols * 2 + 8 * rows8 * 17 * 4 <= MC_GEMM_MMA_NORM_SMEM;
 }

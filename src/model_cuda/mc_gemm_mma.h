@@ -95,12 +95,15 @@ typedef struct {
 /* The tiles of 8 rows of X a call of R rows computes (1, 2, 4 or 8: R <= 8, 16, 32, 64). */
 int mc_gemm_mma_row_tiles(int R);
 
-/* Shared memory a block of mc_gemm_mma_norm may give its bf16 X: the default limit of a launch. */
+/* Shared memory a block of mc_gemm_mma_norm may use: the limit of a launch that does not opt in
+ * to more. */
 #define MC_GEMM_MMA_NORM_SMEM (48 * 1024)
 
 /* Whether mc_gemm_mma_norm takes these arguments: mc_gemm_mma_act_supported's (act 0:
  * mc_gemm_mma_supported's) with X the norm's output, and the bf16 X of the padded rows (8 RT
- * >= R rows of cols) within 48 KiB of shared memory. */
+ * >= R rows of cols) beside the kernel's warp sums (8 warps x 8 RT rows x 17 floats) within
+ * MC_GEMM_MMA_NORM_SMEM: on the fixture models (cols 256, 320) up to 32 rows, on a 4B shape
+ * (2560) up to 8. */
 int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols, int64_t ldy,
                                int act);
 

@@ -155,15 +155,17 @@ Test(gemm_mma, warps_and_supported_shapes) {
   cr_assert_eq(mc_gemm_mma_row_tiles(17), 4);
   cr_assert_eq(mc_gemm_mma_row_tiles(33), 8);
   cr_assert_eq(mc_gemm_mma_row_tiles(64), 8);
-  /* mc_gemm_mma_norm: the bf16 X of 8 RT rows within 48 KiB of shared memory */
-  cr_assert(mc_gemm_mma_norm_supported(w, 16, 1544, 320, 1544, 0));
-  cr_assert(mc_gemm_mma_norm_supported(w, 64, 1544, 320, 1544, 0)); /* 40 KiB */
+  /* mc_gemm_mma_norm: the bf16 X of 8 RT rows and the warp sums (8 x 8 RT x 17 floats) within
+     48 KiB of shared memory */
+  cr_assert(mc_gemm_mma_norm_supported(w, 16, 1544, 320, 1544, 0));  /* 10 + 8.5 KiB */
+  cr_assert(mc_gemm_mma_norm_supported(w, 32, 1544, 320, 1544, 0));  /* 20 + 17 KiB */
+  cr_assert(!mc_gemm_mma_norm_supported(w, 33, 1544, 320, 1544, 0)); /* 40 + 34 KiB */
   cr_assert(mc_gemm_mma_norm_supported(w, 16, 1920, 320, 1920, MC_GEMM_MMA_ACT_RELU2));
   cr_assert(mc_gemm_mma_norm_supported(w, 16, 1536, 256, 768, MC_GEMM_MMA_ACT_SWIGLU));
-  cr_assert(mc_gemm_mma_norm_supported(w, 8, 4096, 2560, 4096, 0));  /* 40 KiB */
-  cr_assert(!mc_gemm_mma_norm_supported(w, 9, 4096, 2560, 4096, 0)); /* 80 KiB */
-  cr_assert(mc_gemm_mma_norm_supported(w, 64, 16, 384, 16, 0));      /* exactly 48 KiB */
-  cr_assert(!mc_gemm_mma_norm_supported(w, 64, 16, 392, 16, 0));
+  cr_assert(mc_gemm_mma_norm_supported(w, 8, 4096, 2560, 4096, 0));  /* 40 + 4.25 KiB */
+  cr_assert(!mc_gemm_mma_norm_supported(w, 9, 4096, 2560, 4096, 0)); /* 80 + 8.5 KiB */
+  cr_assert(mc_gemm_mma_norm_supported(w, 8, 16, 2800, 16, 0));     /* exactly 48 KiB */
+  cr_assert(!mc_gemm_mma_norm_supported(w, 8, 16, 2808, 16, 0));
   cr_assert(!mc_gemm_mma_norm_supported(w + 1, 16, 1544, 320, 1544, 0)); /* W not aligned */
   cr_assert(!mc_gemm_mma_norm_supported(w, 16, 1536, 256, 767, MC_GEMM_MMA_ACT_SWIGLU));
   cr_assert(!mc_gemm_mma_norm_supported(w, 65, 16, 256, 16, 0));
