@@ -2,6 +2,9 @@
  * bf16 GEMM input written by the kernel that makes the fp32 one. The arithmetic is that of
  * mc_kernels.cu (rmsnorm_group and silu are shared through mc_device.cuh), so the outputs are
  * the unfused path's bits. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "src/model_cuda/mc_device.cuh"
 #include "src/model_cuda/mc_fused.h"
 
@@ -129,12 +132,11 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
                                      const float *proj /* [R][in_rows] */, int64_t in_rows,
                                      int64_t b_off, int64_t a_off, const float *cw /* [C][K] */,
                                      float *cv /* [R][C] */, int64_t C, int K,
-                                     const float *A_log /* [Hv] */,
-                                     const float *dt_bias /* [Hv] */, float *q /* [R][Hk][dk] */,
-                                     float *k /* [R][Hk][dk] */, float *v /* [R][Hv][dv] */,
-                                     float *alpha /* [R][Hv] */, float *beta /* [R][Hv] */,
-                                     int Hk, int Hv, int dk, int64_t value_dim, int nvb,
-                                     float qscale) {
+                                     const float *A_log /* [Hv] */, const float *dt_bias /* [Hv] */,
+                                     float *q /* [R][Hk][dk] */, float *k /* [R][Hk][dk] */,
+                                     float *v /* [R][Hv][dv] */, float *alpha /* [R][Hv] */,
+                                     float *beta /* [R][Hv] */, int Hk, int Hv, int dk,
+                                     int64_t value_dim, int nvb, float qscale, int stage_qk) {
   pdl_enter();
   const int part = blockIdx.x, r = blockIdx.y;
   const int64_t key_dim = (int64_t)Hk * dk;
@@ -146,7 +148,7 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
     /* the head's q and k also go to shared memory, where lanes 0..15 read them in sequence for
        their sums (norm_stage_bytes says why); a head wider than the copy reads cv */
     __shared__ float qk_stage[2 * QK_STAGE_MAX]; /* [2][dk]: q, then k */
-    const bool staged = dk <= QK_STAGE_MAX;
+    const bool staged = stage_qk != 0;           /* dk <= QK_STAGE_MAX: the launcher's check */
     float *qs = staged ? qk_stage : cvr + q0, *ks = staged ? qk_stage + dk : cvr + k0; /* [dk] */
     for (int i = threadIdx.x; i < dk; i += blockDim.x) {
       const float qc = conv_step_channel(wr, xr[q0 + i], cw, nullptr, q0 + i, C, K);
@@ -219,11 +221,29 @@ int launch_act_bf16(const float *in, float *act, void *actb, int R, int Rpad, in
 
 extern "C" {
 
+/* -1 until the first call reads RSSM_FUSED_NORMS (one host thread builds and launches a step) */
+static int fused_norms_mode = -1;
+
+int mc_fused_norms(void) {
+  if (fused_norms_mode < 0) {
+    const char *v = getenv("RSSM_FUSED_NORMS");
+    fused_norms_mode = !v                         ? MC_NORMS_PLAIN
+                       : strcmp(v, "1") == 0      ? MC_NORMS_IN_GEMM
+                       : strcmp(v, "staged") == 0 ? MC_NORMS_STAGED
+                                                  : MC_NORMS_PLAIN;
+  }
+  return fused_norms_mode;
+}
+
+void mc_fused_norms_set(int mode) {
+  fused_norms_mode = mode == MC_NORMS_STAGED || mode == MC_NORMS_IN_GEMM ? mode : MC_NORMS_PLAIN;
+}
+
 int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad, int64_t H,
                    const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  const int stage = norm_stage_bytes(H);
+  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(H) : 0;
   pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
              y, (const float *)nullptr, (const int64_t *)nullptr, u, (__nv_bfloat16 *)ub, R, H, w,
              plus_one, eps, stage > 0);
@@ -234,7 +254,7 @@ int mc_embed_rmsnorm(const float *embed, const int64_t *tok, float *h, float *u,
                      int Rpad, int64_t H, const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  const int stage = norm_stage_bytes(H);
+  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(H) : 0;
   pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
              (const float *)nullptr, embed, tok, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps,
              stage > 0);
@@ -246,7 +266,7 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
                     float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
-  const int stage = norm_stage_bytes(gs);
+  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(gs) : 0;
   pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS,
              (size_t)stage, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w,
              w_per_group, eps, stage > 0);
@@ -289,7 +309,8 @@ int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_o
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as mc_gdn_prep, layer_gdn.c */
   pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
              as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log,
-             dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale);
+             dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale,
+             mc_fused_norms() >= MC_NORMS_STAGED && dk <= QK_STAGE_MAX);
   return launch_ok();
 }
 
@@ -300,7 +321,7 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   const int64_t di = (int64_t)Hm * P;
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
-  const int stage = norm_stage_bytes(di / G);
+  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(di / G) : 0;
   pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS,
              (size_t)stage, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t,
              (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps, stage > 0);

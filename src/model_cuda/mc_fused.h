@@ -15,6 +15,23 @@
 extern "C" {
 #endif
 
+/* Session 32's norm changes, opt-in until a GPU check has passed on them (docs/gpu-runtime.md,
+ * "The norms"; every mode gives the same bits):
+ *   MC_NORMS_PLAIN    the norms as before: rows read from global memory, mc_embed then the
+ *                     first norm, every norm its own launch;
+ *   MC_NORMS_STAGED   every norm kernel stages its row or group in shared memory before the
+ *                     sums (norm_stage_bytes, mc_device.cuh), and the first norm copies the
+ *                     embedding itself (mc_embed_rmsnorm);
+ *   MC_NORMS_IN_GEMM  MC_NORMS_STAGED and, on the tensor-core GEMM, each block's input norm and
+ *                     the final norm inside the GEMM that reads it (mc_gemm_mma_norm).
+ * From RSSM_FUSED_NORMS at the first call (unset or "0": plain, "staged", "1": in GEMM; anything
+ * else plain); mc_fused_norms_set overrides it (the GPU checks run each mode). */
+#define MC_NORMS_PLAIN 0
+#define MC_NORMS_STAGED 1
+#define MC_NORMS_IN_GEMM 2
+int mc_fused_norms(void);
+void mc_fused_norms_set(int mode);
+
 /* The residual add of the previous block and the RMSNorm of the next, per row r < R:
  *   h[r] = h[r] + y[r]          (skipped when y is NULL: the first block, after the embedding)
  *   u[r] = rmsnorm(h[r]) (1 + w or w, one group of H; mc_rmsnorm with ngroups 1, ld H)

@@ -4,6 +4,7 @@
  * CPU; they are tiny next to the GEMMs, so 8 sequential lanes are fast enough for now
  * (docs/gpu-runtime.md lists the faster variants for later). */
 #include "src/model_cuda/mc_device.cuh"
+#include "src/model_cuda/mc_fused.h"
 #include "src/model_cuda/mc_kernels.h"
 
 using namespace mc;
@@ -224,7 +225,7 @@ extern "C" {
 int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld, const float *w,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
-  const int stage = norm_stage_bytes(gs);
+  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(gs) : 0;
   pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, (size_t)stage,
              as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps, stage > 0);
   return launch_ok();

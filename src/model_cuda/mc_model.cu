@@ -317,8 +317,6 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
-  const char *nig = getenv("RSSM_NORM_IN_GEMM");
-  g->norm_in_gemm = g->gemm_mma && !(nig && strcmp(nig, "0") == 0);
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
@@ -456,14 +454,15 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *
   return rc == 0 ? 0 : rc == -2 ? -2 : -1;
 }
 
-/* A block's input norm and input projection in one launch (mc_gemm_mma_norm, norm_in_gemm):
+/* A block's input norm and input projection in one launch (mc_gemm_mma_norm; MC_NORMS_IN_GEMM):
  * proj (or, for an MLP on the tensor-core kernel, its activation in xb_act) from *nm, the new
  * residual into nm->h_out. Returns 0 and sets *act_done when the MLP's activation was applied,
  * -1 on a launch error, -2 when not taken (nothing launched: the unfused path then). */
 int norm_gemm_in(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm, int *act_done) {
   const int R = b->RT;
   *act_done = 0;
-  if (!b->g->norm_in_gemm || !w->w_in || R > MC_GEMM_MMA_MAX_R) return -2;
+  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM || !w->w_in || R > MC_GEMM_MMA_MAX_R)
+    return -2;
   const int rc = gemm_mlp_act(b, w, H, nm);
   if (rc != -2) {
     *act_done = rc == 0;
@@ -1006,17 +1005,20 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   /* the residual: h_cur, and h_next for a norm done by a GEMM (mc_gemm_mma_norm), after which
      the two swap */
   float *h_cur = b->h, *h_next = b->h2; /* [Rpad][H] */
-  /* the first norm also copies the tokens' embedding rows into h (mc_embed_rmsnorm) */
+  /* staged norms (MC_NORMS_STAGED and up): the first norm also copies the tokens' embedding
+     rows into h (mc_embed_rmsnorm); plain: mc_embed, then the norm */
+  const int embed_in_norm = mc_fused_norms() >= MC_NORMS_STAGED;
+  if (!embed_in_norm && mc_embed(g->embed, b->tok, h_cur, R, H, s) != 0)
+    return rssm_fail(err, errlen, "embedding launch");
   auto add_norm = [&](const float *wn, void *ubn) {
-    return pending_y ? mc_add_rmsnorm(h_cur, pending_y, b->u, ubn, R, b->Rpad, H, wn,
-                                      c->norm_plus_one, eps, s)
-                     : mc_embed_rmsnorm(g->embed, b->tok, h_cur, b->u, ubn, R, b->Rpad, H, wn,
-                                        c->norm_plus_one, eps, s);
+    return pending_y || !embed_in_norm ? mc_add_rmsnorm(h_cur, pending_y, b->u, ubn, R, b->Rpad, H,
+                                                        wn, c->norm_plus_one, eps, s)
+                                       : mc_embed_rmsnorm(g->embed, b->tok, h_cur, b->u, ubn, R,
+                                                          b->Rpad, H, wn, c->norm_plus_one, eps, s);
   };
   auto norm_of = [&](const float *wn) {
-    return mc_gemm_norm{
-        h_cur, pending_y, pending_y ? nullptr : g->embed, b->tok, h_next, wn, c->norm_plus_one,
-        eps};
+    const float *embed = pending_y || !embed_in_norm ? nullptr : g->embed; /* [V][H] */
+    return mc_gemm_norm{h_cur, pending_y, embed, b->tok, h_next, wn, c->norm_plus_one, eps};
   };
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
@@ -1024,7 +1026,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
-    /* the norm inside the input projection (norm_in_gemm), else a launch of its own */
+    /* the norm inside the input projection (MC_NORMS_IN_GEMM), else a launch of its own */
     const mc_gemm_norm nm = norm_of(w->norm);
     int act_done = 0;
     const int fused = ub ? norm_gemm_in(b, w, H, &nm, &act_done) : -2;
@@ -1182,7 +1184,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   /* the final norm inside the lm_head's GEMM where the kernel takes it */
   const mc_gemm_norm nm = norm_of(g->final_norm);
   int fused = -2;
-  if (g->norm_in_gemm && R <= MC_GEMM_MMA_MAX_R &&
+  if (g->gemm_mma && mc_fused_norms() == MC_NORMS_IN_GEMM && R <= MC_GEMM_MMA_MAX_R &&
       mc_gemm_mma_norm_supported(g->lm_head, R, V, H, V, 0)) {
     const int r = mc_gemm_mma_norm(static_cast<const uint16_t *>(g->lm_head), &nm, b->logits, V, R,
                                    V, H, 0, mc_gemm_mma_warps(V, g->sms), s);

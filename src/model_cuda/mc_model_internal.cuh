@@ -70,9 +70,6 @@ struct mc_model {
    * chosen at upload by mc_gemm_mma_for_model from the GEMM bytes, RSSM_GEMM_BF16 overriding
    * (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
-  /* with gemm_mma: each block's input norm done by its input projection (mc_gemm_mma_norm), and
-   * the final norm by the lm_head's; RSSM_NORM_IN_GEMM=0 turns it off (the A/B switch) */
-  int norm_in_gemm;
 };
 
 struct mc_batch {

@@ -659,15 +659,21 @@ int main(void) {
     fprintf(stderr, "gpu_check_mc_kernels: no CUDA device\n");
     return 2;
   }
-  check_rmsnorm();
+  /* the norm kernels in both of their forms (mc_fused_norms: rows read from global memory, or
+     staged in shared memory first); the same bits are required of each */
+  for (int mode = MC_NORMS_PLAIN; mode <= MC_NORMS_STAGED; mode++) {
+    mc_fused_norms_set(mode);
+    printf("-- norms %s\n", mode == MC_NORMS_PLAIN ? "plain" : "staged");
+    check_rmsnorm();
+    check_fused();
+    check_fused_mamba2();
+    check_fused_gdn(4, 4, 12, 24, 16, "R=4 Hk=4 Hv=12 dk=24 dv=16");
+    check_fused_gdn(2, 2, 4, 128, 128, "R=2 4B head 128 x 128");
+  }
   check_embed_act();
-  check_fused();
   check_conv();
   check_gdn();
   check_mamba2();
-  check_fused_mamba2();
-  check_fused_gdn(4, 4, 12, 24, 16, "R=4 Hk=4 Hv=12 dk=24 dv=16");
-  check_fused_gdn(2, 2, 4, 128, 128, "R=2 4B head 128 x 128");
   check_attention(1, 4, 2, 32, 600, {0, 1, 255, 256, 257, 599}, "qwen fixture shape");
   check_attention(0, 4, 2, 16, 300, {0, 5, 299}, "nemotron fixture shape");
   check_attention(1, 16, 4, 256, 4096, {4095, 1000}, "qwen3.5-4b heads");
