@@ -135,23 +135,25 @@ store_params store_of(const ssm_cuda_state *st, const ssm_cuda_ckpt *c) {
   return p;
 }
 
-/* Materialise and store the flush rows of the current plan (their flag is FLUSH). The store is
- * fused into the materialisation when every checkpoint is unscaled (fp32, bf16, fp16: per-element
- * codes, spread over the lanes) and no verification needs the fp32 S afterwards. Scaled formats
- * go through store_kernel, which has a thread per block (in the warp, one lane would encode a
- * whole block serially) and, for NVFP4, the matrix amax. */
-void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o,
-                       cudaStream_t s) {
-  dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
-  const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
+/* Which kernels materialise the flush rows of an operation: mat4 (rows straight to registers) or
+ * mat2, and how many checkpoints they store themselves (nstore; 0: store_kernel afterwards). The
+ * store is fused into the materialisation when every checkpoint is unscaled (fp32, bf16, fp16:
+ * per-element codes, spread over the lanes) and no verification needs the fp32 S afterwards.
+ * Scaled formats go through store_kernel, which has a thread per block (in the warp, one lane
+ * would encode a whole block serially) and, for NVFP4, the matrix amax. */
+struct flush_kernels {
+  bool mat4, f32;
+  int nstore;
+};
+
+flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int op) {
   const bool scaled = st->main.fmt.block > 0 || (d.split && st->lp.fmt.block > 0);
-  const int nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
-  const ck_view src = view_of(&st->main);
-  const int M = d.dk <= 128 ? 4 : 8;
+  flush_kernels k;
+  k.nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
   /* fp32 source and fp32 (or scratch) destinations, the common case: kernels without the
      decoders and encoders */
-  const bool f32 = src.kind == QF_FP32 &&
-                   (nstore == 0 || (pm.v.kind == QF_FP32 && (nstore < 2 || pl.v.kind == QF_FP32)));
+  k.f32 = st->main.fmt.kind == QF_FP32 &&
+          (k.nstore == 0 || (st->main.fmt.kind == QF_FP32 && (k.nstore < 2 || st->lp.fmt.kind == QF_FP32)));
   const int ntiles = (d.dv + 31) / 32;
   /* mat4 is faster than mat2 and the staged mat3 for the fp32 materialisations at B = 256
      (2026-12-03, docs/gpu-results.md "Session 15": conventional step 1.04-1.18x, replay flush
@@ -159,6 +161,20 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
      (28.7-35.8 us against mat3's 29.5-37.6, 2026-12-01, "SSM kernels v3"). All give the same
      bits. */
   const bool b1_conventional_step = op == OP_STEP && d.conventional && st->B == 1;
+  k.mat4 = k.f32 && !b1_conventional_step && ntiles <= 8;
+  return k;
+}
+
+/* Materialise and store the flush rows of the current plan (their flag is FLUSH), or with fz.on
+ * a conventional step's plan, flush and book in one mat4 launch (step_fuse; only where
+ * flush_kernels_of picks mat4 with its stores). */
+void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const float *q, float *o, cudaStream_t s,
+                       const step_fuse &fz = step_fuse{}) {
+  dim3 grid((unsigned)st->dims.H, (unsigned)st->B);
+  const store_params pm = store_of(st, &st->main), pl = d.split ? store_of(st, &st->lp) : pm;
+  const flush_kernels k = flush_kernels_of(st, d, op);
+  const ck_view src = view_of(&st->main);
+  const int M = d.dk <= 128 ? 4 : 8;
   /* mat4's shared memory is mat2's, which ssm_cuda_build checked against the limit */
   const size_t msm = mat2_smem_bytes(d.cap, d.dv, d.dk);
   /* mat4's rows per batch: 4 for the GDN conventional step, 8 otherwise. On the H200 at B = 256
@@ -168,13 +184,23 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
      0.2-2.9 % slower (16 records folded a batch: more work per load in flight). Same bits: each
      row's sums are the butterfly's whatever the batch. */
   const int mat4_rows = d.gdn && d.conventional ? 4 : 8;
-  if (f32 && !b1_conventional_step && ntiles <= 8)
-    launch_mat4(M, mat4_rows, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
+  if (k.mat4)
+    launch_mat4(M, mat4_rows, grid, msm, s, d, src, op, q, o, k.nstore, pm, pl, fz);
   else
-    launch_mat2(M, f32, grid, msm, s, d, src, op, q, o, nstore, pm, pl);
-  if (nstore > 0) return;
+    launch_mat2(M, k.f32, grid, msm, s, d, src, op, q, o, k.nstore, pm, pl);
+  if (k.nstore > 0) return;
   launch_store(grid, s, d, pm);
   if (d.split) launch_store(grid, s, d, pl);
+}
+
+/* RSSM_FUSED_STEP=1: the conventional step in one launch where it applies (step_fuse), read once.
+ * Opt-in until gpu_check_ssm has passed on it (issue 18, session 32). */
+bool fused_step_on() {
+  static const int on = [] {
+    const char *v = getenv("RSSM_FUSED_STEP");
+    return v && strcmp(v, "1") == 0 ? 1 : 0;
+  }();
+  return on != 0;
 }
 
 /* Whether pre3 + ro4 run for every operation of a state (its largest: a verification's nq
@@ -345,6 +371,13 @@ extern "C" int ssm_cuda_step(ssm_cuda_state *st, const ssm_cuda_inputs *in, cons
   if (st->cfg.strategy == SSM_SPEC || !inputs_ok(st, in, o)) return -1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dev_state d = dev_of(st);
+  if (d.conventional && fused_step_on()) {
+    const flush_kernels k = flush_kernels_of(st, d, OP_STEP);
+    if (k.mat4 && k.nstore > 0) { /* plan, flush and book in one launch */
+      launch_flush_rows(st, d, OP_STEP, in->q, o, s, step_fuse{1, active, *in});
+      return launch_ok();
+    }
+  }
   launch_plan(d, OP_STEP, active, *in, 1, nullptr, s);
   if (!d.conventional) launch_readout(st, d, OP_STEP, in->q, 1, o, s);
   launch_flush_rows(st, d, OP_STEP, in->q, o, s);

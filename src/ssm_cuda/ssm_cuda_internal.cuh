@@ -91,6 +91,33 @@ __device__ inline float butterfly(float p) {
 
 __device__ inline int slot_of(const dev_state &d, int base, int j) { return (base + j - 1) % d.cap; }
 
+/* A step's plan of row b (plan_kernel's OP_STEP branch; the fused conventional step's): FLAG_IDLE
+ * for an inactive row (act 0) or a misuse (a spec state, or drafts pending: *misuse set for the
+ * caller to count), else FLAG_FLUSH for conventional and for replay at h + 1 == L, else
+ * FLAG_NONFLUSH. */
+__device__ inline int step_flag_of(const dev_state &d, int act, int b, bool *misuse) {
+  *misuse = false;
+  if (!act) return FLAG_IDLE;
+  if (d.spec || d.pending[b] != 0) {
+    *misuse = true;
+    return FLAG_IDLE;
+  }
+  return d.conventional ? FLAG_FLUSH : (d.h[b] + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
+}
+
+/* The conventional step in one launch (issue 18; opt-in, RSSM_FUSED_STEP=1, until a GPU check
+ * has run on it): mat4_kernel with `on` decides each row's plan itself (step_flag_of), writes the
+ * step's records into the ring as plan_kernel does (each block its head's alpha, beta and v, the
+ * first head of a key group its k), stages them from the inputs rather than the ring, and after
+ * its stores counts the store as step_book_kernel does (its head's event; head 0 the row's
+ * nflush, flushed and flag). A conventional row touches only its own slot h + 1 = 1 and no other
+ * block reads it, so nothing crosses blocks. The bits of plan + mat4 + step_book. */
+struct step_fuse {
+  int on;
+  const uint8_t *active; /* [B] or NULL */
+  ssm_cuda_inputs in;    /* n = 1 */
+};
+
 inline int format_class(int kind) {
   switch (kind) {
     case QF_FP32: return FC_F32;
@@ -259,7 +286,8 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
  * rows: 4 or 8 rows folded per batch (mat4_rows). Each warp takes wr = mat4_rows_per_warp rows of
  * its head's dv, so a block has ceil(dv / wr) warps. */
 void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
-                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1);
+                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1,
+                 const step_fuse &fz);
 /* Rows of a head per warp in mat4_kernel: 32 at B >= MAT4_WIDE_B (the batches the kernel was
  * tuned on: B = 256, docs/gpu-results.md "Session 15", "Session 17"); below that the fewest
  * multiple of `rows` (the batch) that keeps a block at <= 8 warps (its launch bounds), so that a

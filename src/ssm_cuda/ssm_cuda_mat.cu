@@ -271,12 +271,30 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
  * S q (op STEP) the same way; fp32 stores of the registers' bits. */
 template <int M, int RB>
 __global__ void __launch_bounds__(256, 2)
-    mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */,
-                float *o /* [B][H][dv] */, int nstore, store_params st0, store_params st1, int wr) {
+    mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */, float *o /* [B][H][dv] */,
+                int nstore, store_params st0, store_params st1, int wr,
+                step_fuse fz /* on: the conventional step's plan and book too */) {
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
-  if (d.flag[b] != FLAG_FLUSH) return;
+  if (fz.on) {
+    /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block */
+    __shared__ int s_flag;
+    if (threadIdx.x == 0) {
+      bool misuse;
+      const int fl = step_flag_of(d, fz.active ? fz.active[b] != 0 : 1, b, &misuse);
+      if (hd == 0) {
+        if (misuse) d.misuse[b]++;
+        if (fl != FLAG_IDLE) d.flushed[b] = 0; /* the CPU clears it at every accepted call */
+        d.flag[b] = fl;
+      }
+      s_flag = fl;
+    }
+    __syncthreads();
+    if (s_flag != FLAG_FLUSH) return;
+  } else if (d.flag[b] != FLAG_FLUSH) {
+    return;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
   const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
   const int h = d.h[b], base = d.base[b];
@@ -295,18 +313,38 @@ __global__ void __launch_bounds__(256, 2)
 
   /* the records (and q), one commit group */
   const size_t rowb = (size_t)dk * sizeof(float); /* fp32: code_row = 4 dk */
-  for (int j = threadIdx.x + 1; j <= n; j += nthr) {
-    const size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
-    al[j - 1] = d.rec_alpha[ri];
-    if (d.gdn) bt[j - 1] = d.rec_beta[ri];
-  }
-  for (int j = 1; j <= n; j++) {
-    const size_t sl = (size_t)b * cap + slot_of(d, base, j);
-    stage(reinterpret_cast<uint8_t *>(kk + (size_t)(j - 1) * dk),
-          reinterpret_cast<const uint8_t *>(d.rec_k + (sl * G + g) * dk), rowb, threadIdx.x, nthr);
-    const float *xsrc = (d.gdn && j >= rf) ? d.rec_v : d.rec_x;
-    stage(reinterpret_cast<uint8_t *>(xx + (size_t)(j - 1) * dv),
-          reinterpret_cast<const uint8_t *>(xsrc + (sl * H + hd) * dv), (size_t)dv * sizeof(float), threadIdx.x, nthr);
+  if (fz.on) {
+    /* the step's one record (n = h + 1 = 1), from the inputs; into the ring as plan_kernel
+       writes it (its slot h + 1), so the state after the step is the unfused one */
+    const size_t sl = (size_t)b * cap + slot_of(d, base, n);
+    const float *ka = fz.in.k + ((size_t)b * G + g) * dk;  /* [dk] */
+    const float *va = fz.in.v + ((size_t)b * H + hd) * dv; /* [dv] */
+    if (threadIdx.x == 0) {
+      al[0] = d.rec_alpha[sl * H + hd] = fz.in.alpha[(size_t)b * H + hd];
+      if (d.gdn) bt[0] = d.rec_beta[sl * H + hd] = fz.in.beta[(size_t)b * H + hd];
+    }
+    stage(reinterpret_cast<uint8_t *>(kk), reinterpret_cast<const uint8_t *>(ka), rowb, threadIdx.x, nthr);
+    stage(reinterpret_cast<uint8_t *>(xx), reinterpret_cast<const uint8_t *>(va), (size_t)dv * sizeof(float),
+          threadIdx.x, nthr);
+    float *vring = (d.gdn ? d.rec_v : d.rec_x) + (sl * H + hd) * dv; /* [dv] */
+    for (int i = threadIdx.x; i < dv; i += nthr) vring[i] = va[i];
+    if (hd % d.hpg == 0) /* the key group's first head writes its k */
+      for (int i = threadIdx.x; i < dk; i += nthr) d.rec_k[(sl * G + g) * dk + i] = ka[i];
+  } else {
+    for (int j = threadIdx.x + 1; j <= n; j += nthr) {
+      const size_t ri = ((size_t)b * cap + slot_of(d, base, j)) * H + hd;
+      al[j - 1] = d.rec_alpha[ri];
+      if (d.gdn) bt[j - 1] = d.rec_beta[ri];
+    }
+    for (int j = 1; j <= n; j++) {
+      const size_t sl = (size_t)b * cap + slot_of(d, base, j);
+      stage(reinterpret_cast<uint8_t *>(kk + (size_t)(j - 1) * dk),
+            reinterpret_cast<const uint8_t *>(d.rec_k + (sl * G + g) * dk), rowb, threadIdx.x, nthr);
+      const float *xsrc = (d.gdn && j >= rf) ? d.rec_v : d.rec_x;
+      stage(reinterpret_cast<uint8_t *>(xx + (size_t)(j - 1) * dv),
+            reinterpret_cast<const uint8_t *>(xsrc + (sl * H + hd) * dv), (size_t)dv * sizeof(float), threadIdx.x,
+            nthr);
+    }
   }
   if (op == OP_STEP)
     stage(reinterpret_cast<uint8_t *>(qv), reinterpret_cast<const uint8_t *>(q_in + ((size_t)b * G + g) * dk), rowb,
@@ -396,6 +434,17 @@ __global__ void __launch_bounds__(256, 2)
     }
     store_rows_f32<M, RB>(d, mat, i0 + r0, rn, x, nstore, st0, st1, lane);
   }
+  if (fz.on) {
+    /* step_book_kernel's count_store, after every warp's stores have read the head's event */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      d.event[mat]++;
+      if (hd == 0) {
+        d.nflush[b]++;
+        d.flushed[b] = 1;
+      }
+    }
+  }
 }
 
 /* Grid (H, B). Flush rows: encode the scratch S of one head into a checkpoint blob with the
@@ -472,20 +521,21 @@ int mat4_rows_per_warp(int dv, int rows, int B) {
 }
 
 void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
-                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1) {
+                 int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1,
+                 const step_fuse &fz) {
   const int wr = mat4_rows_per_warp(d.dv, rows, d.B);
   const unsigned threads = 32u * (unsigned)((d.dv + wr - 1) / wr);
   if (rows == 4) {
     if (M <= 4)
-      pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
+      pdl_launch(mat4_kernel<4, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr, fz);
     else
-      pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
+      pdl_launch(mat4_kernel<8, 4>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr, fz);
     return;
   }
   if (M <= 4)
-    pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
+    pdl_launch(mat4_kernel<4, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr, fz);
   else
-    pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr);
+    pdl_launch(mat4_kernel<8, 8>, grid, threads, smem, s, d, src, op, q, o, nstore, st0, st1, wr, fz);
 }
 
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p) {

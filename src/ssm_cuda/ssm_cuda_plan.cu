@@ -54,8 +54,7 @@ __global__ void plan_kernel(dev_state d, int op, const uint8_t *active /* [B] or
       int h = d.h[b];
       bool misuse = false;
       if (op == OP_STEP) {
-        if (d.spec || d.pending[b] != 0) misuse = true;
-        else fl = d.conventional ? FLAG_FLUSH : (h + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
+        fl = step_flag_of(d, 1, b, &misuse);
       } else if (op == OP_VERIFY) {
         if (!d.spec || d.pending[b] != 0 || n < 0 || n > d.T) misuse = true;
         else if (n > 0) fl = h + n > d.L ? FLAG_FLUSH : FLAG_NONFLUSH;
