@@ -637,7 +637,8 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
   need += RT * (max_conv + 2 * max_heads + 2 * max_vd + 2 * max_gk) * F + RT * 64;
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
-  if (g->prec == MC_GEMM_BF16) need += Rp * gemm_cols * 2;
+  if (g->prec == MC_GEMM_BF16)
+    need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 + Rp * H * F : 0);
   batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols};
   return z;
 }
@@ -760,9 +761,8 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   const int64_t max_conv = z->max_conv, max_heads = z->max_heads, max_vd = z->max_vd,
                 max_gk = z->max_gk, qd = z->qd, nsplit = z->nsplit, gemm_cols = z->gemm_cols;
   int ok;
-  ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->h2, Rp * H * F) == 0 &&
-       DALLOC(b, b->u, Rp * H * F) == 0 && DALLOC(b, b->y, Rp * H * F) == 0 &&
-       DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
+  ok = DALLOC(b, b->h, Rp * H * F) == 0 && DALLOC(b, b->u, Rp * H * F) == 0 &&
+       DALLOC(b, b->y, Rp * H * F) == 0 && DALLOC(b, b->proj, Rp * g->max_in_rows * F) == 0 &&
        DALLOC(b, b->act, Rp * max64(g->max_out_cols, 1) * F) == 0 &&
        DALLOC(b, b->cv, R * max64(max_conv, 1) * F) == 0 &&
        DALLOC(b, b->e_alpha, R * max_heads * F) == 0 &&
@@ -778,7 +778,10 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   if (ok && g->prec == MC_GEMM_BF16) {
     b->gemm_cols = gemm_cols;
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
-    if (ok && g->gemm_mma) ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0;
+    /* the tensor-core kernel's buffers: the MLP activation's bf16 copy, the residual's second
+       buffer (mc_gemm_mma_norm) */
+    if (ok && g->gemm_mma)
+      ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0 && DALLOC(b, b->h2, Rp * H * F) == 0;
   }
   if (ok && m->n_attn > 0) {
     /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */

@@ -104,7 +104,8 @@ struct mc_batch {
   /* scratch */
   float *h, *u, *y;          /* [Rpad][H] residual, normed input, block output */
   float *h2;                 /* [Rpad][H] the residual's other buffer (mc_gemm_mma_norm writes
-                                the new h there while the GEMM's other blocks read the old) */
+                                the new h there while the GEMM's other blocks read the old);
+                                bf16 models on the tensor-core kernel only */
   float *proj;               /* [Rpad][max_in_rows] input projection */
   float *act;                /* [Rpad][max_out_cols] input of the output projection */
   float *cv;                 /* [R][max conv_dim] conv output */
