@@ -12,7 +12,8 @@
 # (1) gpu_check_mc_kernels (every norm kernel plain and staged, mc_embed_rmsnorm: bit for bit
 #     against the CPU), gpu_check_gemm_lab (mc_gemm_mma_norm bit for bit against the launches it
 #     replaces), gpu_check_ssm 0.5 conventional with the fused step (bit for bit against the CPU
-#     engine), gpu_check_mc_forward tests/fixtures 64 in each mode;
+#     engine), gpu_check_mc_forward tests/fixtures 64 in each mode (its report, which has no
+#     timings, must be the same text in every mode);
 # (2) `bench e2e` bf16 K = 16 on both fixtures in each mode, alternating, twice; transformers'
 #     decode after the first round's `all` runs: the same-call ratio (issue 18's 40x bar);
 # (3) the 4B shapes at K = 64 (bf16, plain and all) for the bar's 0.70 of the byte limit;
@@ -53,6 +54,11 @@ stamp "gpu_check_ssm conventional, fused step rc=$? ($(grep -c FAIL "$W/ssm-chec
 for mode in all gemm staged plain; do
   env $(mode_env $mode) timeout 60 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward-$mode.txt" 2>&1
   stamp "forward ($mode) rc=$?"; grep -E "FAIL|failing" "$W/forward-$mode.txt" | head -3; tail -1 "$W/forward-$mode.txt"
+done
+# the same bits in every mode print the same report (no timings in it)
+for mode in staged gemm all; do
+  cmp -s "$W/forward-plain.txt" "$W/forward-$mode.txt" && r="the same as plain" || r="DIFFERS from plain"
+  stamp "forward report ($mode): $r"
 done
 pack
 for rep in 1 2; do
