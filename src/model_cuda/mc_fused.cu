@@ -236,7 +236,9 @@ int mc_fused_norms(void) {
 }
 
 void mc_fused_norms_set(int mode) {
-  fused_norms_mode = mode == MC_NORMS_STAGED || mode == MC_NORMS_IN_GEMM ? mode : MC_NORMS_PLAIN;
+  fused_norms_mode = mode < 0                                              ? -1
+                     : mode == MC_NORMS_STAGED || mode == MC_NORMS_IN_GEMM ? mode
+                                                                           : MC_NORMS_PLAIN;
 }
 
 int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad, int64_t H,

@@ -25,7 +25,8 @@ extern "C" {
  *   MC_NORMS_IN_GEMM  MC_NORMS_STAGED and, on the tensor-core GEMM, each block's input norm and
  *                     the final norm inside the GEMM that reads it (mc_gemm_mma_norm).
  * From RSSM_FUSED_NORMS at the first call (unset or "0": plain, "staged", "1": in GEMM; anything
- * else plain); mc_fused_norms_set overrides it (the GPU checks run each mode). */
+ * else plain); mc_fused_norms_set overrides it (the GPU checks run each mode; an unknown mode is
+ * plain, a negative one reads the variable again at the next call). */
 #define MC_NORMS_PLAIN 0
 #define MC_NORMS_STAGED 1
 #define MC_NORMS_IN_GEMM 2
