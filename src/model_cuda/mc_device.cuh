@@ -39,17 +39,6 @@ __device__ inline float dot8_lane(const float *a, const float *b, int64_t n, int
   return s;
 }
 
-/* Bytes of the shared copy of a group of gs floats that a norm kernel stages before its sums,
- * or 0 where the group would pass the default 48 KiB of dynamic shared memory (then the kernel
- * reads the group from global memory, as before staging: the same bits either way). Why stage:
- * rmsnorm_group's lanes 0..7 each load gs / 8 elements in sequence; from global memory that is
- * a chain of L2 round trips (about 5 us a norm under Nsight Compute, session 31), from shared
- * memory a few hundred cycles, while every thread loads its elements into the copy at once. */
-__host__ __device__ inline int norm_stage_bytes(int64_t gs) {
-  const int64_t bytes = gs * (int64_t)sizeof(float);
-  return gs > 0 && bytes <= 48 * 1024 ? (int)bytes : 0;
-}
-
 /* One block normalises one group of gs floats (rmsnorm_kernel, and the fused add + norm of
  * mc_fused.cu, so that both compute the same bits): threads 0..7 make dot_f32's partial sums,
  * thread 0 the scale 1 / sqrt(sum / gs + eps), then every thread scales its elements,
@@ -57,7 +46,7 @@ __host__ __device__ inline int norm_stage_bytes(int64_t gs) {
  *   y = y * silu(z)                        (z not NULL: the GDN output gate, mul_silu's),
  * and writes y, and yb = bf16(y) rounded to nearest even when yb is not NULL (the bf16 GEMM
  * input that f32_to_bf16 would make of y). Every thread of the block must call it. xg may be
- * the block's shared copy of the group (norm_stage_bytes), made before a barrier. */
+ * the block's shared copy of the group (mc_norm_stage_bytes), made before a barrier. */
 __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [gs] */,
                                      __nv_bfloat16 *ybg /* [gs] or NULL */, int gs,
                                      const float *wg /* [gs] or NULL */, int plus_one, float eps,

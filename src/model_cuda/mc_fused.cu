@@ -18,7 +18,7 @@ constexpr int QK_STAGE_MAX = 256; /* widest key head gdn_conv_prep_kernel stages
 
 /* Block per row r < Rpad. Rows r < R: the row's new h (every thread its elements: h + y, or the
  * token's embedding row when embed is not NULL, or h as it is), written to h and, when staged,
- * to the block's shared copy of the row (norm_stage_bytes), a barrier so that the norm's lanes
+ * to the block's shared copy of the row (mc_norm_stage_bytes), a barrier so that the norm's lanes
  * read it, then the norm; padding rows write ub's zeros only. */
 __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][H] or NULL */,
                                    const float *embed /* [V][H] or NULL */,
@@ -54,7 +54,7 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
                                     int gs, int64_t ld, const float *w, int w_per_group, float eps,
                                     int staged) {
   pdl_enter();
-  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
+  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   __nv_bfloat16 *ybg = yb ? yb + r * ld + (int64_t)g * gs : nullptr; /* [gs] */
   if (r >= R) {
@@ -146,7 +146,7 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
   if (part < Hk) {
     const int64_t q0 = (int64_t)part * dk, k0 = key_dim + q0;
     /* the head's q and k also go to shared memory, where lanes 0..15 read them in sequence for
-       their sums (norm_stage_bytes says why); a head wider than the copy reads cv */
+       their sums (mc_norm_stage_bytes says why); a head wider than the copy reads cv */
     __shared__ float qk_stage[2 * QK_STAGE_MAX]; /* [2][dk]: q, then k */
     const bool staged = stage_qk != 0;           /* dk <= QK_STAGE_MAX: the launcher's check */
     float *qs = staged ? qk_stage : cvr + q0, *ks = staged ? qk_stage + dk : cvr + k0; /* [dk] */
@@ -188,7 +188,7 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
                                         int gs, int64_t di, const float *w /* [G][gs] */, float eps,
                                         int staged) {
   pdl_enter();
-  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
+  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   const int64_t g0 = (int64_t)g * gs;
   __nv_bfloat16 *tbg = tb ? tb + r * di + g0 : nullptr; /* [gs] */
@@ -241,11 +241,16 @@ void mc_fused_norms_set(int mode) {
                                                                            : MC_NORMS_PLAIN;
 }
 
+int mc_norm_stage_bytes(int64_t gs) {
+  const int64_t bytes = gs * (int64_t)sizeof(float);
+  return mc_fused_norms() >= MC_NORMS_STAGED && gs > 0 && bytes <= 48 * 1024 ? (int)bytes : 0;
+}
+
 int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad, int64_t H,
                    const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(H) : 0;
+  const int stage = mc_norm_stage_bytes(H);
   pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
              y, (const float *)nullptr, (const int64_t *)nullptr, u, (__nv_bfloat16 *)ub, R, H, w,
              plus_one, eps, stage > 0);
@@ -256,7 +261,7 @@ int mc_embed_rmsnorm(const float *embed, const int64_t *tok, float *h, float *u,
                      int Rpad, int64_t H, const float *w, int plus_one, float eps, void *stream) {
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
-  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(H) : 0;
+  const int stage = mc_norm_stage_bytes(H);
   pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
              (const float *)nullptr, embed, tok, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps,
              stage > 0);
@@ -268,7 +273,7 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
                     float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
-  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(gs) : 0;
+  const int stage = mc_norm_stage_bytes(gs);
   pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS,
              (size_t)stage, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w,
              w_per_group, eps, stage > 0);
@@ -323,7 +328,7 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   const int64_t di = (int64_t)Hm * P;
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
-  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(di / G) : 0;
+  const int stage = mc_norm_stage_bytes(di / G);
   pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS,
              (size_t)stage, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t,
              (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps, stage > 0);

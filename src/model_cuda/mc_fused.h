@@ -20,7 +20,7 @@ extern "C" {
  *   MC_NORMS_PLAIN    the norms as before: rows read from global memory, mc_embed then the
  *                     first norm, every norm its own launch;
  *   MC_NORMS_STAGED   every norm kernel stages its row or group in shared memory before the
- *                     sums (norm_stage_bytes, mc_device.cuh), and the first norm copies the
+ *                     sums (mc_norm_stage_bytes), and the first norm copies the
  *                     embedding itself (mc_embed_rmsnorm);
  *   MC_NORMS_IN_GEMM  MC_NORMS_STAGED and, on the tensor-core GEMM, each block's input norm and
  *                     the final norm inside the GEMM that reads it (mc_gemm_mma_norm).
@@ -32,6 +32,14 @@ extern "C" {
 #define MC_NORMS_IN_GEMM 2
 int mc_fused_norms(void);
 void mc_fused_norms_set(int mode);
+
+/* The dynamic shared memory a norm kernel of groups of gs floats is launched with: the group's
+ * copy (gs floats) in the staged modes where it fits the default 48 KiB, else 0 (the kernel reads
+ * the group from global memory, as in MC_NORMS_PLAIN: the same bits either way). Why stage:
+ * rmsnorm_group's lanes 0..7 each load gs / 8 elements in sequence; from global memory that is a
+ * chain of L2 round trips (about 5 us a norm under Nsight Compute, session 31), from shared
+ * memory a few hundred cycles, while every thread loads its elements into the copy at once. */
+int mc_norm_stage_bytes(int64_t gs);
 
 /* The residual add of the previous block and the RMSNorm of the next, per row r < R:
  *   h[r] = h[r] + y[r]          (skipped when y is NULL: the first block, after the embedding)

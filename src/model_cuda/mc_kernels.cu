@@ -19,7 +19,7 @@ __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld]
                                int64_t ld, const float *w, int w_per_group, int plus_one, float eps,
                                int staged) {
   pdl_enter();
-  extern __shared__ float stage[]; /* [gs] when staged (norm_stage_bytes) */
+  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
   const int g = blockIdx.x, r = blockIdx.y;
   const float *xg = x + r * ld + (int64_t)g * gs; /* [gs] */
   float *yg = y + r * ld + (int64_t)g * gs;       /* [gs] */
@@ -225,7 +225,7 @@ extern "C" {
 int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld, const float *w,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
-  const int stage = mc_fused_norms() >= MC_NORMS_STAGED ? norm_stage_bytes(gs) : 0;
+  const int stage = mc_norm_stage_bytes(gs);
   pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, (size_t)stage,
              as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps, stage > 0);
   return launch_ok();

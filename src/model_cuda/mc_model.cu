@@ -451,28 +451,33 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *
   const int rc =
       nm ? mc_gemm_mma_norm(W, nm, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream)
          : mc_gemm_mma_act(W, b->xb, 0, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream);
-  return rc == 0 ? 0 : rc == -2 ? -2 : -1;
+  return rc == 0 || rc == -2 ? rc : -1;
 }
 
-/* A block's input norm and input projection in one launch (mc_gemm_mma_norm; MC_NORMS_IN_GEMM):
- * proj (or, for an MLP on the tensor-core kernel, its activation in xb_act) from *nm, the new
- * residual into nm->h_out. Returns 0 and sets *act_done when the MLP's activation was applied,
- * -1 on a launch error, -2 when not taken (nothing launched: the unfused path then). */
+/* Y = W . X with X the norm of *nm, in one launch (mc_gemm_mma_norm), where the model is on the
+ * tensor-core kernel and MC_NORMS_IN_GEMM is on: 0, -1 on a launch error, -2 when not taken
+ * (nothing launched: the norm's own launch and the GEMM then). */
+int norm_gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const mc_gemm_norm *nm,
+              float *Y /* [RT][ldy] */, int64_t ldy) {
+  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM) return -2;
+  const int rc = mc_gemm_mma_norm(static_cast<const uint16_t *>(W), nm, Y, ldy, b->RT, rows, cols,
+                                  0, mc_gemm_mma_warps(rows, b->g->sms), b->stream);
+  return rc == 0 || rc == -2 ? rc : -1;
+}
+
+/* A block's input norm and input projection in one launch: an MLP's with its activation into
+ * xb_act (gemm_mlp_act), else proj (norm_gemm); the new residual into nm->h_out. Returns 0 and
+ * sets *act_done when the MLP's activation was applied, -1 on a launch error, -2 when not taken
+ * (nothing launched). */
 int norm_gemm_in(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm, int *act_done) {
-  const int R = b->RT;
   *act_done = 0;
-  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM || !w->w_in || R > MC_GEMM_MMA_MAX_R)
-    return -2;
+  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM || !w->w_in) return -2;
   const int rc = gemm_mlp_act(b, w, H, nm);
   if (rc != -2) {
     *act_done = rc == 0;
     return rc;
   }
-  if (!mc_gemm_mma_norm_supported(w->w_in, R, w->in_rows, H, w->in_rows, 0)) return -2;
-  const int r =
-      mc_gemm_mma_norm(static_cast<const uint16_t *>(w->w_in), nm, b->proj, w->in_rows, R,
-                       w->in_rows, H, 0, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream);
-  return r == 0 ? 0 : r == -2 ? -2 : -1;
+  return norm_gemm(b, w->w_in, w->in_rows, H, nm, b->proj, w->in_rows);
 }
 
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
@@ -1186,13 +1191,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
   /* the final norm inside the lm_head's GEMM where the kernel takes it */
   const mc_gemm_norm nm = norm_of(g->final_norm);
-  int fused = -2;
-  if (g->gemm_mma && mc_fused_norms() == MC_NORMS_IN_GEMM && R <= MC_GEMM_MMA_MAX_R &&
-      mc_gemm_mma_norm_supported(g->lm_head, R, V, H, V, 0)) {
-    const int r = mc_gemm_mma_norm(static_cast<const uint16_t *>(g->lm_head), &nm, b->logits, V, R,
-                                   V, H, 0, mc_gemm_mma_warps(V, g->sms), s);
-    fused = r == 0 ? 0 : r == -2 ? -2 : -1;
-  }
+  const int fused = norm_gemm(b, g->lm_head, V, H, &nm, b->logits, V);
   int rc = fused == -1;
   if (fused == -2) {
     rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);

@@ -152,8 +152,7 @@ flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int
   k.nstore = (op == OP_VERIFY || scaled) ? 0 : (d.split ? 2 : 1);
   /* fp32 source and fp32 (or scratch) destinations, the common case: kernels without the
      decoders and encoders */
-  k.f32 = st->main.fmt.kind == QF_FP32 &&
-          (k.nstore == 0 || (st->main.fmt.kind == QF_FP32 && (k.nstore < 2 || st->lp.fmt.kind == QF_FP32)));
+  k.f32 = st->main.fmt.kind == QF_FP32 && (k.nstore < 2 || st->lp.fmt.kind == QF_FP32);
   const int ntiles = (d.dv + 31) / 32;
   /* mat4 is faster than mat2 and the staged mat3 for the fp32 materialisations at B = 256
      (2026-12-03, docs/gpu-results.md "Session 15": conventional step 1.04-1.18x, replay flush

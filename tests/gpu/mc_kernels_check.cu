@@ -423,7 +423,7 @@ static void check_fused() {
                {4, 4, 256, 0, 1, 0, "add_rmsnorm no y (first block) bf16"},
                {16, 64, 2560, 1, 1, 0, "add_rmsnorm R=16/64 H=2560 bf16"},
                {3, 3, 320, 1, 0, 0, "add_rmsnorm fp32 (no bf16 output)"},
-               /* a row past the 48 KiB shared copy (norm_stage_bytes): read from global memory */
+               /* a row past the 48 KiB shared copy (mc_norm_stage_bytes): read from global memory */
                {2, 4, 12500, 1, 1, 1, "add_rmsnorm H=12500 unstaged bf16"}};
   for (auto &c : cases) {
     const size_t n = (size_t)c.R * (size_t)c.H;
