@@ -26,15 +26,8 @@
 # ~200 s (CALL_LIMIT caps it).
 set -u
 cd "$(dirname "$0")/../../.."
-: "${OUT:?set OUT}"
-T0=$(date +%s); LIMIT=${CALL_LIMIT:-220}
-left() { echo $((LIMIT - ($(date +%s) - T0))); }
-W=/tmp/w; rm -rf "$W"; mkdir -p "$W"
-stamp() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$W/stamps.txt"; }
-pack() { tar czf "$OUT/call.tgz" -C "$W" . ; cp "$W/e2e.csv" "$OUT/" 2>/dev/null; }
-tar -xJf .devrun.txz || { echo "cannot unpack the bundle"; exit 2; }
-export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
-B=.devrun/bin
+DEVICE_CALL_LIMIT=220
+. scripts/device_call_lib.sh # W, B, left, stamp, pack; the bundle unpacked
 mode_env() {  # the environment of a mode
   case $1 in
     plain) echo RSSM_FUSED_NORMS=0 RSSM_FUSED_STEP=0 ;;
@@ -43,7 +36,6 @@ mode_env() {  # the environment of a mode
     all) echo RSSM_FUSED_NORMS=1 RSSM_FUSED_STEP=1 ;;
   esac
 }
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$W/gpu.txt"
 
 timeout 60 $B/gpu_check_mc_kernels > "$W/kernels-check.txt" 2>&1
 stamp "mc kernels check rc=$? ($(grep -c FAIL "$W/kernels-check.txt") FAIL lines)"; grep FAIL "$W/kernels-check.txt" | head -5; tail -1 "$W/kernels-check.txt"
