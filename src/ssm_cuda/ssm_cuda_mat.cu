@@ -278,20 +278,19 @@ __global__ void __launch_bounds__(256, 2)
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
   if (fz.on) {
-    /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block */
-    __shared__ int s_flag;
-    if (threadIdx.x == 0) {
-      bool misuse;
-      const int fl = step_flag_of(d, fz.active ? fz.active[b] != 0 : 1, b, &misuse);
-      if (hd == 0) {
-        if (misuse) d.misuse[b]++;
-        if (fl != FLAG_IDLE) d.flushed[b] = 0; /* the CPU clears it at every accepted call */
-        d.flag[b] = fl;
-      }
-      s_flag = fl;
+    /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block. Every
+       thread decides for itself from the same reads (nothing here writes what step_flag_of
+       reads), rather than through a static __shared__ flag: static shared memory lowers the
+       dynamic maximum below the opt-in limit raise_smem_mat sets, and the attribute call failed
+       (H100, 2026-12-07, session 33 call 1). */
+    bool misuse;
+    const int fl = step_flag_of(d, fz.active ? fz.active[b] != 0 : 1, b, &misuse);
+    if (threadIdx.x == 0 && hd == 0) {
+      if (misuse) d.misuse[b]++;
+      if (fl != FLAG_IDLE) d.flushed[b] = 0; /* the CPU clears it at every accepted call */
+      d.flag[b] = fl;
     }
-    __syncthreads();
-    if (s_flag != FLAG_FLUSH) return;
+    if (fl != FLAG_FLUSH) return;
   } else if (d.flag[b] != FLAG_FLUSH) {
     return;
   }
