@@ -227,7 +227,7 @@ static int fused_norms_mode = -1;
 int mc_fused_norms(void) {
   if (fused_norms_mode < 0) {
     const char *v = getenv("RSSM_FUSED_NORMS");
-    fused_norms_mode = !v                         ? MC_NORMS_PLAIN
+    fused_norms_mode = !v                         ? MC_NORMS_DEFAULT
                        : strcmp(v, "1") == 0      ? MC_NORMS_IN_GEMM
                        : strcmp(v, "staged") == 0 ? MC_NORMS_STAGED
                                                   : MC_NORMS_PLAIN;

@@ -15,6 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <stdint.h>
 #include <string.h>
 
 #include "src/model_cuda/mc_device.cuh"
@@ -72,44 +73,62 @@ __device__ __forceinline__ uint4 load_x<X_NORM>(const void *X, int64_t off) {
   return *reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(X) + off); /* shared */
 }
 
-/* Element i of row r's norm input (mc_gemm_norm): the embedding row er, h + y, or h. */
-__device__ __forceinline__ float norm_input(const mc_gemm_norm &nm, const float *er /* [cols] */,
-                                            int64_t off /* r cols + i */, int i) {
-  return er ? er[i] : (nm.y ? nm.h[off] + nm.y[off] : nm.h[off]);
+/* Row stride of the staged norm inputs in floats (mc_gemm_mma.h) */
+__device__ __forceinline__ int64_t norm_stage_stride(int64_t cols) {
+  return cols + MC_GEMM_MMA_NORM_STAGE_PAD;
 }
 
 /* X_NORM's prologue: the bf16 X of the call's 8 RT rows into xs (rows R.. zero), every block for
-   itself. Lanes 8 q .. 8 q + 7 of a warp take row 4 warp + q (+ 4 KW per pass): lane 8 q + l
-   sums v_i v_i over i = l, l + 8, ... in ascending order from +0 (dot8_lane's partial sum l),
-   the group's 8 sums reach its every lane by shuffles and are combined by tree8, then each lane
-   scales and rounds its elements as rmsnorm_group does. v is read again for the scaling (h + y
-   recomputed: the same bits) rather than kept in shared memory; block 0 also writes h_out. */
+   itself, in two phases.
+   (1) Every thread stages the norm inputs v (the embedding row, h + y, or h) of rows r < R into
+       vs with 16-byte loads, all issued before any is used; block 0 also writes h_out. A first
+       version had each row's 8 lanes read v from global memory as they summed, twice (the sum,
+       then the scaling), with the h_out store in the loop keeping the compiler from batching the
+       loads: ~8 us a GEMM, more than the norm launch it saved (H100, session 33 call 2).
+   (2) Lanes 8 q .. 8 q + 7 of a warp take row 4 warp + q (+ 4 KW per pass): lane 8 q + l sums
+       v_i v_i over i = l, l + 8, ... in ascending order from +0 (dot8_lane's partial sum l), the
+       group's 8 sums reach its every lane by shuffles and are combined by tree8, then each lane
+       scales and rounds its elements as rmsnorm_group does. */
 template <int RT, int KW>
 __device__ __forceinline__ void norm_rows(const mc_gemm_norm &nm, int R, int cols,
-                                          uint16_t *xs /* [8 RT][cols] shared */) {
+                                          uint16_t *xs /* [8 RT][cols] shared */,
+                                          float *vs /* [R][norm_stage_stride(cols)] shared */) {
+  const int64_t vstride = norm_stage_stride(cols);
+  const int quads = cols / 4; /* cols % 8 == 0 (mc_gemm_mma_supported) */
+  for (int e = threadIdx.x; e < R * quads; e += KW * 32) {
+    const int r = e / quads, i = 4 * (e - r * quads);
+    const int64_t off = (int64_t)r * cols + i;
+    float4 v;
+    if (nm.embed) {
+      v = __ldg(reinterpret_cast<const float4 *>(nm.embed + nm.tok[r] * cols + i));
+    } else {
+      v = *reinterpret_cast<const float4 *>(nm.h + off);
+      if (nm.y) {
+        const float4 y = *reinterpret_cast<const float4 *>(nm.y + off);
+        v = make_float4(v.x + y.x, v.y + y.y, v.z + y.z, v.w + y.w);
+      }
+    }
+    if (blockIdx.x == 0) *reinterpret_cast<float4 *>(nm.h_out + off) = v;
+    *reinterpret_cast<float4 *>(vs + r * vstride + i) = v;
+  }
+  __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, q = lane >> 3, l = lane & 7;
   for (int r0 = 4 * warp; r0 < RT * 8; r0 += 4 * KW) { /* warp-uniform */
     const int r = r0 + q;
     const bool live = r < R;
-    const int64_t row = (int64_t)r * cols;
-    const float *er = live && nm.embed ? nm.embed + nm.tok[r] * cols : nullptr; /* [cols] */
+    const float *vr = vs + (live ? r : 0) * vstride; /* [cols] */
     float sum = 0.0f;
     if (live)
-#pragma unroll 4
-      for (int i = l; i < cols; i += 8) {
-        const float v = norm_input(nm, er, row + i, i);
-        sum = sum + v * v;
-        if (blockIdx.x == 0) nm.h_out[row + i] = v;
-      }
+      for (int i = l; i < cols; i += 8) sum = sum + vr[i] * vr[i];
     float part[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) part[j] = __shfl_sync(0xffffffffu, sum, (lane & ~7) + j);
     const float inv = 1.0f / sqrtf(mc::tree8(part) / (float)cols + nm.eps);
-    __nv_bfloat16 *xr = reinterpret_cast<__nv_bfloat16 *>(xs) + row; /* [cols] */
+    __nv_bfloat16 *xr = reinterpret_cast<__nv_bfloat16 *>(xs) + (int64_t)r * cols; /* [cols] */
     for (int i = l; i < cols; i += 8) {
       float v = 0.0f;
       if (live) {
-        v = norm_input(nm, er, row + i, i) * inv;
+        v = vr[i] * inv;
         if (nm.w) v = v * (nm.plus_one ? 1.0f + nm.w[i] : nm.w[i]);
       }
       xr[i] = __float2bfloat16_rn(v);
@@ -172,7 +191,8 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
                     void *__restrict__ Y /* [R][ldy] fp32 (EPI_Y) or bf16 */, int64_t ldy, int R,
                     int rows, int cols) {
   pdl_trigger();
-  extern __shared__ __align__(16) uint16_t xs_norm[]; /* X_NORM: [8 RT][cols] bf16 */
+  extern __shared__ __align__(16) uint16_t xs_norm[]; /* X_NORM: [8 RT][cols] bf16, then the
+                                                         staged inputs (norm_rows) */
   __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][fragment row], padded against bank
                                             conflicts */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -199,7 +219,8 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   pdl_wait();
   const void *xsrc = X; /* [R][cols] */
   if constexpr (XSRC == X_NORM) {
-    norm_rows<RT, KW>(nm, R, cols, xs_norm);
+    norm_rows<RT, KW>(nm, R, cols, xs_norm,
+                      reinterpret_cast<float *>(xs_norm + (int64_t)8 * RT * cols));
     xsrc = xs_norm;
   }
 
@@ -259,16 +280,15 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   }
 }
 
-/* x_src: an XSource (X_NORM: X unused, nm the norm; its bf16 X in 16 RT cols bytes of dynamic
-   shared memory) */
+/* x_src: an XSource (X_NORM: X unused, nm the norm; its bf16 X and staged inputs in dynamic shared
+   memory: mc_gemm_mma_norm_smem) */
 template <int RT, int KW, int EPI>
 void launch(const uint16_t *W, const void *X, int x_src, const mc_gemm_norm &nm, void *Y,
             int64_t ldy, int R, int rows, int cols, cudaStream_t s) {
   const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32); /* swiglu: rows / 2 / 8 */
   if (x_src == X_NORM)
     pdl_launch(gemm_mma_kernel<RT, KW, X_NORM, EPI>, grid, block,
-               (size_t)8 * RT * (size_t)cols * sizeof(uint16_t), s, W, X, nm, Y, ldy, R, rows,
-               cols);
+               (size_t)mc_gemm_mma_norm_smem(R, cols), s, W, X, nm, Y, ldy, R, rows, cols);
   else if (x_src == X_F32)
     pdl_launch(gemm_mma_kernel<RT, KW, X_F32, EPI>, grid, block, 0, s, W, X, nm, Y, ldy, R, rows,
                cols);
@@ -353,6 +373,10 @@ extern "C" int mc_gemm_mma_norm(const uint16_t *W, const mc_gemm_norm *nm, void 
   if (!has_mma || !nm || !nm->h_out || (!nm->embed && !nm->h) || (nm->embed && !nm->tok) ||
       nm->h_out == nm->h || !mc_gemm_mma_norm_supported(W, R, rows, cols, ldy, act) ||
       (kw != 4 && kw != 8))
+    return -2;
+  /* the prologue's 16-byte loads and stores of the norm's inputs and h_out (cols % 8 == 0 keeps
+     every row on a 16-byte boundary) */
+  if (((uintptr_t)nm->h | (uintptr_t)nm->y | (uintptr_t)nm->embed | (uintptr_t)nm->h_out) & 15)
     return -2;
   launch_act(W, nullptr, X_NORM, *nm, Y, ldy, R, (int)rows, (int)cols, act, kw,
              static_cast<cudaStream_t>(stream));

@@ -99,11 +99,19 @@ int mc_gemm_mma_row_tiles(int R);
  * to more. */
 #define MC_GEMM_MMA_NORM_SMEM (48 * 1024)
 
+/* Floats past cols in each row of mc_gemm_mma_norm's staged inputs: the 4 rows a warp's lane
+ * groups read at once then start 8 banks apart (with a stride of cols floats, a multiple of 32
+ * on the fixture shapes, all four fell on the same 8 banks). */
+#define MC_GEMM_MMA_NORM_STAGE_PAD 8
+
+/* mc_gemm_mma_norm's dynamic shared memory in bytes: the bf16 X of the padded rows (8 RT >= R
+ * rows of cols), then the fp32 norm inputs of the R rows (row stride cols + STAGE_PAD). */
+int64_t mc_gemm_mma_norm_smem(int R, int64_t cols);
+
 /* Whether mc_gemm_mma_norm takes these arguments: mc_gemm_mma_act_supported's (act 0:
- * mc_gemm_mma_supported's) with X the norm's output, and the bf16 X of the padded rows (8 RT
- * >= R rows of cols) beside the kernel's warp sums (8 warps x 8 RT rows x 17 floats) within
- * MC_GEMM_MMA_NORM_SMEM: on the fixture models (cols 256, 320) up to 32 rows, on a 4B shape
- * (2560) up to 8. */
+ * mc_gemm_mma_supported's) with X the norm's output, and mc_gemm_mma_norm_smem beside the
+ * kernel's warp sums (8 warps x 8 RT rows x 17 floats) within MC_GEMM_MMA_NORM_SMEM: on the
+ * fixture models (cols 256, 320) up to 16 rows, on a 4B shape (2560) none. */
 int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols, int64_t ldy,
                                int act);
 
@@ -133,7 +141,8 @@ int mc_gemm_mma_act(const uint16_t *W /* [rows][cols] */, const void *X /* [R][c
  * on X = the norm of *nm (mc_gemm_norm), computed by every block into its shared memory after
  * its first round of W: the bits of mc_add_rmsnorm (or mc_embed_rmsnorm) followed by
  * mc_gemm_mma / mc_gemm_mma_act on its ub, which gpu_check_gemm_lab checks. Returns as
- * mc_gemm_mma (-2: mc_gemm_mma_norm_supported refuses, or kw not 4 or 8). */
+ * mc_gemm_mma (-2: mc_gemm_mma_norm_supported refuses, kw is not 4 or 8, or h, y, embed or h_out
+ * is not 16-byte aligned). */
 int mc_gemm_mma_norm(const uint16_t *W /* [rows][cols] */, const mc_gemm_norm *nm, void *Y,
                      int64_t ldy, int R, int64_t rows, int64_t cols, int act, int kw, void *stream);
 #endif

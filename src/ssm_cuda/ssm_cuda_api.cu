@@ -192,12 +192,15 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   if (d.split) launch_store(grid, s, d, pl);
 }
 
-/* RSSM_FUSED_STEP=1: the conventional step in one launch where it applies (step_fuse), read once.
- * Opt-in until gpu_check_ssm has passed on it (issue 18, session 32). */
+/* The conventional step in one launch where it applies (step_fuse), unless RSSM_FUSED_STEP=0;
+ * read once. The default since gpu_check_ssm passed on it (H100, 2026-12-07, session 33 call 2):
+ * bench e2e bf16 K = 16 steps 0.394 -> 0.366 ms (GDN fixture) and 0.265 -> 0.247 (Mamba-2), two
+ * launches less per SSM block. RSSM_FUSED_STEP=0 runs plan + flush + book (the GPU checks run
+ * both). */
 bool fused_step_on() {
   static const int on = [] {
     const char *v = getenv("RSSM_FUSED_STEP");
-    return v && strcmp(v, "1") == 0 ? 1 : 0;
+    return v && strcmp(v, "0") == 0 ? 0 : 1;
   }();
   return on != 0;
 }

@@ -1,4 +1,4 @@
-/* mc_fused_norms (src/model_cuda/mc_fused.h): which of session 32's norm changes a step uses, from
+/* mc_fused_norms (src/model_cuda/mc_fused.h): which of the norm modes a step uses, from
  * RSSM_FUSED_NORMS or mc_fused_norms_set. No device is needed: the choice is host code. Each test
  * runs in its own process (Criterion), so the variable and the cached mode start fresh. */
 #include <criterion/criterion.h>
@@ -17,7 +17,8 @@ static int mode_of(const char *value) {
 }
 
 Test(fused_modes, the_variable_names_the_mode) {
-  cr_assert_eq(mode_of(NULL), MC_NORMS_PLAIN, "unset: the norms as before");
+  cr_assert_eq(mode_of(NULL), MC_NORMS_DEFAULT, "unset: the default");
+  cr_assert_eq(MC_NORMS_DEFAULT, MC_NORMS_STAGED, "the measured default (mc_fused.h)");
   cr_assert_eq(mode_of("0"), MC_NORMS_PLAIN);
   cr_assert_eq(mode_of("staged"), MC_NORMS_STAGED);
   cr_assert_eq(mode_of("1"), MC_NORMS_IN_GEMM);
