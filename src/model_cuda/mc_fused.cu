@@ -2,6 +2,7 @@
  * bf16 GEMM input written by the kernel that makes the fp32 one. The arithmetic is that of
  * mc_kernels.cu (rmsnorm_group and silu are shared through mc_device.cuh), so the outputs are
  * the unfused path's bits. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,22 +229,21 @@ int mc_fused_norms(void) {
   if (fused_norms_mode < 0) {
     const char *v = getenv("RSSM_FUSED_NORMS");
     fused_norms_mode = !v                         ? MC_NORMS_DEFAULT
-                       : strcmp(v, "1") == 0      ? MC_NORMS_IN_GEMM
                        : strcmp(v, "staged") == 0 ? MC_NORMS_STAGED
                                                   : MC_NORMS_PLAIN;
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "staged") != 0) /* a typo must not pass unseen */
+      fprintf(stderr, "RSSM_FUSED_NORMS=%s: expected 0 or staged; the norms run plain\n", v);
   }
   return fused_norms_mode;
 }
 
 void mc_fused_norms_set(int mode) {
-  fused_norms_mode = mode < 0                                              ? -1
-                     : mode == MC_NORMS_STAGED || mode == MC_NORMS_IN_GEMM ? mode
-                                                                           : MC_NORMS_PLAIN;
+  fused_norms_mode = mode < 0 ? -1 : mode == MC_NORMS_STAGED ? mode : MC_NORMS_PLAIN;
 }
 
 int mc_norm_stage_bytes(int64_t gs) {
   const int64_t bytes = gs * (int64_t)sizeof(float);
-  return mc_fused_norms() >= MC_NORMS_STAGED && gs > 0 && bytes <= 48 * 1024 ? (int)bytes : 0;
+  return mc_fused_norms() == MC_NORMS_STAGED && gs > 0 && bytes <= 48 * 1024 ? (int)bytes : 0;
 }
 
 int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad, int64_t H,
@@ -317,7 +317,7 @@ int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_o
   pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
              as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log,
              dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale,
-             mc_fused_norms() >= MC_NORMS_STAGED && dk <= QK_STAGE_MAX);
+             mc_fused_norms() == MC_NORMS_STAGED && dk <= QK_STAGE_MAX);
   return launch_ok();
 }
 

@@ -15,25 +15,25 @@
 extern "C" {
 #endif
 
-/* How a step's norms run (docs/gpu-runtime.md, "The norms"; every mode gives the same bits):
+/* How a step's norms run (docs/gpu-runtime.md, "The norms"; both modes give the same bits):
  *   MC_NORMS_PLAIN    rows read from global memory by the summing lanes, mc_embed then the first
- *                     norm, every norm its own launch (session 31's step);
+ *                     norm (session 31's step);
  *   MC_NORMS_STAGED   every norm kernel stages its row or group in shared memory before the
  *                     sums (mc_norm_stage_bytes), and the first norm copies the embedding itself
- *                     (mc_embed_rmsnorm);
- *   MC_NORMS_IN_GEMM  MC_NORMS_STAGED and, on the tensor-core GEMM, each block's input norm and
- *                     the final norm inside the GEMM that reads it (mc_gemm_mma_norm).
- * From RSSM_FUSED_NORMS at the first call: unset, MC_NORMS_DEFAULT; "0" plain, "staged", "1" in
- * GEMM; anything else plain (the reference path, never a guess). mc_fused_norms_set overrides it
- * (the GPU checks run each mode; an unknown mode is plain, a negative one reads the variable again
- * at the next call).
- * The default is STAGED: on an H100 (2026-12-07, session 33 call 2, bench e2e bf16 K = 16) the
- * staged norms took the GDN fixture's step from 0.262 to 0.258 ms and the Mamba-2 fixture's from
- * 0.184 to 0.179, while the first IN_GEMM (its prologue since rewritten) cost ~8 us a GEMM more
- * than the launch it saved: 0.394 and 0.265 ms. */
+ *                     (mc_embed_rmsnorm): one launch less a step.
+ * From RSSM_FUSED_NORMS at the first call: unset, MC_NORMS_DEFAULT; "0" plain, "staged" staged;
+ * anything else plain (the reference path, never a guess). mc_fused_norms_set overrides it (the
+ * GPU checks run each mode; an unknown mode is plain, a negative one reads the variable again at
+ * the next call).
+ * The default is STAGED: on an H100 (2026-12-07, session 33 call 2, bench e2e bf16 K = 16) it
+ * took the GDN fixture's step from 0.262 to 0.258 ms and the Mamba-2 fixture's from 0.184 to
+ * 0.179. A third mode, each block's input norm inside the tensor-core GEMM that reads it (every
+ * GEMM block normalising the call's rows in its prologue), lost to it in calls 2 and 3 (0.273 /
+ * 0.184 ms against 0.232 / 0.159 with the fused SSM step: the prologue on the critical path cost
+ * more than the launch it saved, which PDL already overlaps) and was removed; docs/bench-gemm.md
+ * keeps its figures. */
 #define MC_NORMS_PLAIN 0
 #define MC_NORMS_STAGED 1
-#define MC_NORMS_IN_GEMM 2
 #define MC_NORMS_DEFAULT MC_NORMS_STAGED
 int mc_fused_norms(void);
 void mc_fused_norms_set(int mode);

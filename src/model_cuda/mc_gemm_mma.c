@@ -30,20 +30,3 @@ int mc_gemm_mma_act_supported(const void *W, const void *X, int R, int64_t rows,
 }
 
 int mc_gemm_mma_row_tiles(int R) { return R <= 8 ? 1 : R <= 16 ? 2 : R <= 32 ? 4 : 8; }
-
-int64_t mc_gemm_mma_norm_smem(int R, int64_t cols) {
-  const int64_t rows8 = 8 * (int64_t)mc_gemm_mma_row_tiles(R);
-  return rows8 * cols * 2 + (int64_t)R * (cols + MC_GEMM_MMA_NORM_STAGE_PAD) * 4;
-}
-
-int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols, int64_t ldy,
-                               int act) {
-  /* X lives in the block's shared memory (16-byte aligned): W alone decides the alignment */
-  const int ok = act ? mc_gemm_mma_act_supported(W, W, R, rows, cols, ldy, act)
-                     : mc_gemm_mma_supported(W, W, R, rows, cols, ldy);
-  if (!ok) return 0; /* R, cols in range from here on */
-  const int64_t rows8 = 8 * (int64_t)mc_gemm_mma_row_tiles(R);
-  /* the bf16 X and staged inputs, and the kernel's own warp sums at 8 warps (part[8][rows8][17]
-     floats) */
-  return mc_gemm_mma_norm_smem(R, cols) + 8 * rows8 * 17 * 4 <= MC_GEMM_MMA_NORM_SMEM;
-}

@@ -15,7 +15,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <stdint.h>
 #include <string.h>
 
 #include "src/model_cuda/mc_device.cuh"
@@ -50,91 +49,19 @@ __device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
   return u;
 }
 
-/* Where the kernel's X comes from: bf16 or fp32 in global memory (fp32 rounded as it is loaded),
-   or the block's own norm of the block input in shared memory (mc_gemm_mma_norm). */
-enum XSource { X_BF16 = 0, X_F32 = 1, X_NORM = 2 };
-
 /* 8 consecutive values of X from element off (16-byte aligned) as 4 bf16 pairs */
-template <int XSRC>
+template <bool XF32>
 __device__ __forceinline__ uint4 load_x(const void *X, int64_t off);
 template <>
-__device__ __forceinline__ uint4 load_x<X_BF16>(const void *X, int64_t off) {
+__device__ __forceinline__ uint4 load_x<false>(const void *X, int64_t off) {
   return __ldg(reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(X) + off));
 }
 template <>
-__device__ __forceinline__ uint4 load_x<X_F32>(const void *X, int64_t off) {
+__device__ __forceinline__ uint4 load_x<true>(const void *X, int64_t off) {
   const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(X) + off);
   const float4 a = __ldg(p), b = __ldg(p + 1);
   return make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y),
                     bf16_pair(b.z, b.w));
-}
-template <>
-__device__ __forceinline__ uint4 load_x<X_NORM>(const void *X, int64_t off) {
-  return *reinterpret_cast<const uint4 *>(static_cast<const uint16_t *>(X) + off); /* shared */
-}
-
-/* Row stride of the staged norm inputs in floats (mc_gemm_mma.h) */
-__device__ __forceinline__ int64_t norm_stage_stride(int64_t cols) {
-  return cols + MC_GEMM_MMA_NORM_STAGE_PAD;
-}
-
-/* X_NORM's prologue: the bf16 X of the call's 8 RT rows into xs (rows R.. zero), every block for
-   itself, in two phases.
-   (1) Every thread stages the norm inputs v (the embedding row, h + y, or h) of rows r < R into
-       vs with 16-byte loads, all issued before any is used; block 0 also writes h_out. A first
-       version had each row's 8 lanes read v from global memory as they summed, twice (the sum,
-       then the scaling), with the h_out store in the loop keeping the compiler from batching the
-       loads: ~8 us a GEMM, more than the norm launch it saved (H100, session 33 call 2).
-   (2) Lanes 8 q .. 8 q + 7 of a warp take row 4 warp + q (+ 4 KW per pass): lane 8 q + l sums
-       v_i v_i over i = l, l + 8, ... in ascending order from +0 (dot8_lane's partial sum l), the
-       group's 8 sums reach its every lane by shuffles and are combined by tree8, then each lane
-       scales and rounds its elements as rmsnorm_group does. */
-template <int RT, int KW>
-__device__ __forceinline__ void norm_rows(const mc_gemm_norm &nm, int R, int cols,
-                                          uint16_t *xs /* [8 RT][cols] shared */,
-                                          float *vs /* [R][norm_stage_stride(cols)] shared */) {
-  const int64_t vstride = norm_stage_stride(cols);
-  const int quads = cols / 4; /* cols % 8 == 0 (mc_gemm_mma_supported) */
-  for (int e = threadIdx.x; e < R * quads; e += KW * 32) {
-    const int r = e / quads, i = 4 * (e - r * quads);
-    const int64_t off = (int64_t)r * cols + i;
-    float4 v;
-    if (nm.embed) {
-      v = __ldg(reinterpret_cast<const float4 *>(nm.embed + nm.tok[r] * cols + i));
-    } else {
-      v = *reinterpret_cast<const float4 *>(nm.h + off);
-      if (nm.y) {
-        const float4 y = *reinterpret_cast<const float4 *>(nm.y + off);
-        v = make_float4(v.x + y.x, v.y + y.y, v.z + y.z, v.w + y.w);
-      }
-    }
-    if (blockIdx.x == 0) *reinterpret_cast<float4 *>(nm.h_out + off) = v;
-    *reinterpret_cast<float4 *>(vs + r * vstride + i) = v;
-  }
-  __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, q = lane >> 3, l = lane & 7;
-  for (int r0 = 4 * warp; r0 < RT * 8; r0 += 4 * KW) { /* warp-uniform */
-    const int r = r0 + q;
-    const bool live = r < R;
-    const float *vr = vs + (live ? r : 0) * vstride; /* [cols] */
-    float sum = 0.0f;
-    if (live)
-      for (int i = l; i < cols; i += 8) sum = sum + vr[i] * vr[i];
-    float part[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) part[j] = __shfl_sync(0xffffffffu, sum, (lane & ~7) + j);
-    const float inv = 1.0f / sqrtf(mc::tree8(part) / (float)cols + nm.eps);
-    __nv_bfloat16 *xr = reinterpret_cast<__nv_bfloat16 *>(xs) + (int64_t)r * cols; /* [cols] */
-    for (int i = l; i < cols; i += 8) {
-      float v = 0.0f;
-      if (live) {
-        v = vr[i] * inv;
-        if (nm.w) v = v * (nm.plus_one ? 1.0f + nm.w[i] : nm.w[i]);
-      }
-      xr[i] = __float2bfloat16_rn(v);
-    }
-  }
-  __syncthreads();
 }
 
 /* One round of a warp's W loads: for u < PREFETCH the 16-byte pieces W[n0 + g][k .. k + 7] and
@@ -183,16 +110,13 @@ enum Epilogue { EPI_Y = 0, EPI_RELU2 = MC_GEMM_MMA_ACT_RELU2, EPI_SWIGLU = MC_GE
 /* At least 512 threads a multiprocessor resident (<= 128 registers a thread): with 8 warps a
    block and ~150 registers only one block would fit per SM, and a 2560-row weight's 160 blocks
    would run as 1.2 waves on 132 SMs. */
-template <int RT, int KW, int XSRC, int EPI>
+template <int RT, int KW, bool XF32, int EPI>
 __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
-                    const void *__restrict__ X /* [R][cols] bf16 or fp32; X_NORM: unused */,
-                    mc_gemm_norm nm /* X_NORM only */,
+                    const void *__restrict__ X /* [R][cols] bf16 or fp32 */,
                     void *__restrict__ Y /* [R][ldy] fp32 (EPI_Y) or bf16 */, int64_t ldy, int R,
                     int rows, int cols) {
   pdl_trigger();
-  extern __shared__ __align__(16) uint16_t xs_norm[]; /* X_NORM: [8 RT][cols] bf16, then the
-                                                         staged inputs (norm_rows) */
   __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][fragment row], padded against bank
                                             conflicts */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -217,12 +141,6 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   uint4 wlo[PREFETCH], whi[PREFETCH];
   load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, warp, nsteps, cols, t, wlo, whi);
   pdl_wait();
-  const void *xsrc = X; /* [R][cols] */
-  if constexpr (XSRC == X_NORM) {
-    norm_rows<RT, KW>(nm, R, cols, xs_norm,
-                      reinterpret_cast<float *>(xs_norm + (int64_t)8 * RT * cols));
-    xsrc = xs_norm;
-  }
 
   for (int s0 = warp; s0 < nsteps; s0 += KW * PREFETCH) {
     if (s0 != warp)
@@ -236,7 +154,7 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
       for (int j = 0; j < RT; j++) {
         const int r = 8 * j + g;
         const bool x_ok = k_ok && r < R;
-        const uint4 xl = load_x<XSRC>(xsrc, x_ok ? (int64_t)r * cols + k : 0);
+        const uint4 xl = load_x<XF32>(X, x_ok ? (int64_t)r * cols + k : 0);
         const uint4 x = x_ok ? xl : zero;
         __syncwarp();
         mma_bf16(acc[j], wlo[u].x, whi[u].x, wlo[u].y, whi[u].y, x.x, x.y);
@@ -280,59 +198,41 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   }
 }
 
-/* x_src: an XSource (X_NORM: X unused, nm the norm; its bf16 X and staged inputs in dynamic shared
-   memory: mc_gemm_mma_norm_smem) */
 template <int RT, int KW, int EPI>
-void launch(const uint16_t *W, const void *X, int x_src, const mc_gemm_norm &nm, void *Y,
-            int64_t ldy, int R, int rows, int cols, cudaStream_t s) {
+void launch(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
+            int cols, cudaStream_t s) {
   const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32); /* swiglu: rows / 2 / 8 */
-  if (x_src == X_NORM)
-    pdl_launch(gemm_mma_kernel<RT, KW, X_NORM, EPI>, grid, block,
-               (size_t)mc_gemm_mma_norm_smem(R, cols), s, W, X, nm, Y, ldy, R, rows, cols);
-  else if (x_src == X_F32)
-    pdl_launch(gemm_mma_kernel<RT, KW, X_F32, EPI>, grid, block, 0, s, W, X, nm, Y, ldy, R, rows,
-               cols);
+  if (x_f32)
+    pdl_launch(gemm_mma_kernel<RT, KW, true, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
   else
-    pdl_launch(gemm_mma_kernel<RT, KW, X_BF16, EPI>, grid, block, 0, s, W, X, nm, Y, ldy, R, rows,
-               cols);
+    pdl_launch(gemm_mma_kernel<RT, KW, false, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
 }
 
 template <int KW, int EPI>
-void launch_kw(const uint16_t *W, const void *X, int x_src, const mc_gemm_norm &nm, void *Y,
-               int64_t ldy, int R, int rows, int cols, cudaStream_t s) {
+void launch_kw(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
+               int cols, cudaStream_t s) {
   switch (mc_gemm_mma_row_tiles(R)) {
     case 1:
-      launch<1, KW, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
+      launch<1, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
       break;
     case 2:
-      launch<2, KW, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
+      launch<2, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
       break;
     case 4:
-      launch<4, KW, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
+      launch<4, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
       break;
     default:
-      launch<8, KW, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
+      launch<8, KW, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
   }
 }
 
 template <int EPI>
-void launch_epi(const uint16_t *W, const void *X, int x_src, const mc_gemm_norm &nm, void *Y,
-                int64_t ldy, int R, int rows, int cols, int kw, cudaStream_t s) {
+void launch_epi(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
+                int cols, int kw, cudaStream_t s) {
   if (kw == 4)
-    launch_kw<4, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
+    launch_kw<4, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
   else
-    launch_kw<8, EPI>(W, X, x_src, nm, Y, ldy, R, rows, cols, s);
-}
-
-/* the act argument's kernel epilogue: 0 (Y), RELU2 or SWIGLU */
-void launch_act(const uint16_t *W, const void *X, int x_src, const mc_gemm_norm &nm, void *Y,
-                int64_t ldy, int R, int rows, int cols, int act, int kw, cudaStream_t s) {
-  if (act == MC_GEMM_MMA_ACT_SWIGLU)
-    launch_epi<EPI_SWIGLU>(W, X, x_src, nm, Y, ldy, R, rows, cols, kw, s);
-  else if (act == MC_GEMM_MMA_ACT_RELU2)
-    launch_epi<EPI_RELU2>(W, X, x_src, nm, Y, ldy, R, rows, cols, kw, s);
-  else
-    launch_epi<EPI_Y>(W, X, x_src, nm, Y, ldy, R, rows, cols, kw, s);
+    launch_kw<8, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
 }
 
 /* sm_80 or later (mma.sync with bf16), read once per device */
@@ -351,8 +251,8 @@ extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y
   static const bool has_mma = device_has_mma();
   if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) || (kw != 4 && kw != 8))
     return -2;
-  launch_act(W, X, x_f32 ? X_F32 : X_BF16, mc_gemm_norm{}, Y, ldy, R, (int)rows, (int)cols, 0, kw,
-             static_cast<cudaStream_t>(stream));
+  launch_epi<EPI_Y>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, kw,
+                    static_cast<cudaStream_t>(stream));
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
@@ -362,23 +262,10 @@ extern "C" int mc_gemm_mma_act(const uint16_t *W, const void *X, int x_f32, uint
   static const bool has_mma = device_has_mma();
   if (!has_mma || !mc_gemm_mma_act_supported(W, X, R, rows, cols, lda, act) || (kw != 4 && kw != 8))
     return -2;
-  launch_act(W, X, x_f32 ? X_F32 : X_BF16, mc_gemm_norm{}, A, lda, R, (int)rows, (int)cols, act, kw,
-             static_cast<cudaStream_t>(stream));
-  return cudaGetLastError() == cudaSuccess ? 0 : -1;
-}
-
-extern "C" int mc_gemm_mma_norm(const uint16_t *W, const mc_gemm_norm *nm, void *Y, int64_t ldy,
-                                int R, int64_t rows, int64_t cols, int act, int kw, void *stream) {
-  static const bool has_mma = device_has_mma();
-  if (!has_mma || !nm || !nm->h_out || (!nm->embed && !nm->h) || (nm->embed && !nm->tok) ||
-      nm->h_out == nm->h || !mc_gemm_mma_norm_supported(W, R, rows, cols, ldy, act) ||
-      (kw != 4 && kw != 8))
-    return -2;
-  /* the prologue's 16-byte loads and stores of the norm's inputs and h_out (cols % 8 == 0 keeps
-     every row on a 16-byte boundary) */
-  if (((uintptr_t)nm->h | (uintptr_t)nm->y | (uintptr_t)nm->embed | (uintptr_t)nm->h_out) & 15)
-    return -2;
-  launch_act(W, nullptr, X_NORM, *nm, Y, ldy, R, (int)rows, (int)cols, act, kw,
-             static_cast<cudaStream_t>(stream));
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (act == MC_GEMM_MMA_ACT_SWIGLU)
+    launch_epi<EPI_SWIGLU>(W, X, x_f32, A, lda, R, (int)rows, (int)cols, kw, s);
+  else
+    launch_epi<EPI_RELU2>(W, X, x_f32, A, lda, R, (int)rows, (int)cols, kw, s);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -71,49 +71,8 @@ int mc_gemm_mma_supported(const void *W, const void *X, int R, int64_t rows, int
 int mc_gemm_mma_act_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
                               int64_t lda, int act);
 
-/* The block's input RMSNorm done by the GEMM that reads it (mc_gemm_mma_norm; issue 18: one
- * launch less per block, and no bf16 X written and read back). Per row r < R:
- *   v = embed[tok[r]]   when embed is not NULL (the first block: the embedding),
- *       h[r] + y[r]     when y is not NULL (the residual add of the previous block's output),
- *       h[r]            otherwise;
- *   h_out[r] = v (written by the grid's first block; h_out is never h: other blocks read h);
- *   X[r] = bf16(v inv (plus_one ? 1 + w : w)), inv = 1 / sqrt(sum v^2 / cols + eps), the sum in
- *     dot_f32's order (8 interleaved partial sums, then tree8),
- * exactly mc_add_rmsnorm's (or mc_embed_rmsnorm's) h and ub bits (mc_fused.h). The fp32 u is not
- * written: the bf16 GEMM path does not read it. */
-typedef struct {
-  const float *h;     /* [R][cols] */
-  const float *y;     /* [R][cols] or NULL */
-  const float *embed; /* [V][cols] or NULL */
-  const int64_t *tok; /* [R] with embed */
-  float *h_out;       /* [R][cols] */
-  const float *w;     /* [cols] or NULL */
-  int plus_one;
-  float eps;
-} mc_gemm_norm;
-
 /* The tiles of 8 rows of X a call of R rows computes (1, 2, 4 or 8: R <= 8, 16, 32, 64). */
 int mc_gemm_mma_row_tiles(int R);
-
-/* Shared memory a block of mc_gemm_mma_norm may use: the limit of a launch that does not opt in
- * to more. */
-#define MC_GEMM_MMA_NORM_SMEM (48 * 1024)
-
-/* Floats past cols in each row of mc_gemm_mma_norm's staged inputs: the 4 rows a warp's lane
- * groups read at once then start 8 banks apart (with a stride of cols floats, a multiple of 32
- * on the fixture shapes, all four fell on the same 8 banks). */
-#define MC_GEMM_MMA_NORM_STAGE_PAD 8
-
-/* mc_gemm_mma_norm's dynamic shared memory in bytes: the bf16 X of the padded rows (8 RT >= R
- * rows of cols), then the fp32 norm inputs of the R rows (row stride cols + STAGE_PAD). */
-int64_t mc_gemm_mma_norm_smem(int R, int64_t cols);
-
-/* Whether mc_gemm_mma_norm takes these arguments: mc_gemm_mma_act_supported's (act 0:
- * mc_gemm_mma_supported's) with X the norm's output, and mc_gemm_mma_norm_smem beside the
- * kernel's warp sums (8 warps x 8 RT rows x 17 floats) within MC_GEMM_MMA_NORM_SMEM: on the
- * fixture models (cols 256, 320) up to 16 rows, on a 4B shape (2560) none. */
-int mc_gemm_mma_norm_supported(const void *W, int R, int64_t rows, int64_t cols, int64_t ldy,
-                               int act);
 
 #ifdef RSSM_HAVE_CUDA
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched). W bf16 bits [rows][cols]; X bf16
@@ -136,15 +95,6 @@ int mc_gemm_mma(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols]
 int mc_gemm_mma_act(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
                     uint16_t *A /* [R][lda] bf16 */, int64_t lda, int R, int64_t rows, int64_t cols,
                     int act, int kw, void *stream);
-
-/* mc_gemm_mma (act 0: fp32 Y [R][ldy]) or mc_gemm_mma_act (act RELU2 / SWIGLU: bf16 Y [R][ldy])
- * on X = the norm of *nm (mc_gemm_norm), computed by every block into its shared memory after
- * its first round of W: the bits of mc_add_rmsnorm (or mc_embed_rmsnorm) followed by
- * mc_gemm_mma / mc_gemm_mma_act on its ub, which gpu_check_gemm_lab checks. Returns as
- * mc_gemm_mma (-2: mc_gemm_mma_norm_supported refuses, kw is not 4 or 8, or h, y, embed or h_out
- * is not 16-byte aligned). */
-int mc_gemm_mma_norm(const uint16_t *W /* [rows][cols] */, const mc_gemm_norm *nm, void *Y,
-                     int64_t ldy, int R, int64_t rows, int64_t cols, int act, int kw, void *stream);
 #endif
 
 #ifdef __cplusplus

@@ -434,50 +434,22 @@ int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void 
  * Returns 0, -1 on a launch error, -2 when not taken (nothing launched: the two-launch path then):
  * another model, a shape the kernel refuses, or an output projection the kernel would not take
  * (cuBLAS would read xb_act's padding rows, which this does not write). */
-int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm = nullptr) {
+int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
   const int act = w->kind == BK_SWIGLU  ? MC_GEMM_MMA_ACT_SWIGLU
                   : w->kind == BK_RELU2 ? MC_GEMM_MMA_ACT_RELU2
                                         : 0;
   const int R = b->RT;
   if (!act || !b->g->gemm_mma || !b->xb_act || !w->w_in || !w->w_out ||
       w->out_cols > b->gemm_cols ||
-      !(nm ? mc_gemm_mma_norm_supported(w->w_in, R, w->in_rows, H, w->out_cols, act)
-           : mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act)) ||
+      !mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act) ||
       !mc_gemm_mma_supported(w->w_out, b->xb_act, R, H, w->out_cols, H))
     return -2;
-  const uint16_t *W = static_cast<const uint16_t *>(w->w_in);
   uint16_t *A = reinterpret_cast<uint16_t *>(b->xb_act); /* [RT][out_cols] bf16 */
-  const int kw = mc_gemm_mma_warps(w->in_rows, b->g->sms);
-  const int rc =
-      nm ? mc_gemm_mma_norm(W, nm, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream)
-         : mc_gemm_mma_act(W, b->xb, 0, A, w->out_cols, R, w->in_rows, H, act, kw, b->stream);
-  return rc == 0 || rc == -2 ? rc : -1;
-}
-
-/* Y = W . X with X the norm of *nm, in one launch (mc_gemm_mma_norm), where the model is on the
- * tensor-core kernel and MC_NORMS_IN_GEMM is on: 0, -1 on a launch error, -2 when not taken
- * (nothing launched: the norm's own launch and the GEMM then). */
-int norm_gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const mc_gemm_norm *nm,
-              float *Y /* [RT][ldy] */, int64_t ldy) {
-  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM) return -2;
-  const int rc = mc_gemm_mma_norm(static_cast<const uint16_t *>(W), nm, Y, ldy, b->RT, rows, cols,
-                                  0, mc_gemm_mma_warps(rows, b->g->sms), b->stream);
-  return rc == 0 || rc == -2 ? rc : -1;
-}
-
-/* A block's input norm and input projection in one launch: an MLP's with its activation into
- * xb_act (gemm_mlp_act), else proj (norm_gemm); the new residual into nm->h_out. Returns 0 and
- * sets *act_done when the MLP's activation was applied, -1 on a launch error, -2 when not taken
- * (nothing launched). */
-int norm_gemm_in(mc_batch *b, const mc_block *w, int64_t H, const mc_gemm_norm *nm, int *act_done) {
-  *act_done = 0;
-  if (!b->g->gemm_mma || mc_fused_norms() != MC_NORMS_IN_GEMM || !w->w_in) return -2;
-  const int rc = gemm_mlp_act(b, w, H, nm);
-  if (rc != -2) {
-    *act_done = rc == 0;
-    return rc;
-  }
-  return norm_gemm(b, w->w_in, w->in_rows, H, nm, b->proj, w->in_rows);
+  return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0, A, w->out_cols, R,
+                         w->in_rows, H, act, mc_gemm_mma_warps(w->in_rows, b->g->sms),
+                         b->stream) != 0
+             ? -1
+             : 0;
 }
 
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
@@ -573,14 +545,13 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b->kc);
   free(b->vc);
   free(b->eng);
-  void *ds[] = {b->h,        b->h2,      b->u,       b->y,        b->proj,      b->act,
-                b->cv,       b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,
-                b->e_q,      b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,
-                b->rope_sin, b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,
-                b->blas_ws,  b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,
-                b->mo_wt,    b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,
-                b->mo_sa,    b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d,
-                b->slot_d};
+  void *ds[] = {b->h,       b->u,       b->y,        b->proj,      b->act,         b->cv,
+                b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,         b->e_q,
+                b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
+                b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
+                b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
+                b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
+                b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -643,7 +614,7 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16)
-    need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 + Rp * H * F : 0);
+    need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 : 0); /* xb, xb_act */
   batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols};
   return z;
 }
@@ -783,10 +754,8 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
   if (ok && g->prec == MC_GEMM_BF16) {
     b->gemm_cols = gemm_cols;
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
-    /* the tensor-core kernel's buffers: the MLP activation's bf16 copy, the residual's second
-       buffer (mc_gemm_mma_norm) */
-    if (ok && g->gemm_mma)
-      ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0 && DALLOC(b, b->h2, Rp * H * F) == 0;
+    /* the tensor-core kernel's MLP activation, its bf16 copy (gemm_mlp_act) */
+    if (ok && g->gemm_mma) ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0;
   }
   if (ok && m->n_attn > 0) {
     /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */
@@ -1010,23 +979,17 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
    * likewise an SSM block's conv and prep, and Mamba-2's gate and group norm, are one launch each
    * on a decode step (docs/gpu-runtime.md, "Fused glue"). */
   const float *pending_y = nullptr; /* [R][H]: the previous block's output, not yet added to h */
-  /* the residual: h_cur, and h_next for a norm done by a GEMM (mc_gemm_mma_norm), after which
-     the two swap */
-  float *h_cur = b->h, *h_next = b->h2; /* [Rpad][H] */
-  /* staged norms (MC_NORMS_STAGED and up): the first norm also copies the tokens' embedding
+  float *h = b->h;                  /* [Rpad][H] the residual */
+  /* staged norms (MC_NORMS_STAGED): the first norm also copies the tokens' embedding
      rows into h (mc_embed_rmsnorm); plain: mc_embed, then the norm */
-  const int embed_in_norm = mc_fused_norms() >= MC_NORMS_STAGED;
-  if (!embed_in_norm && mc_embed(g->embed, b->tok, h_cur, R, H, s) != 0)
+  const int embed_in_norm = mc_fused_norms() == MC_NORMS_STAGED;
+  if (!embed_in_norm && mc_embed(g->embed, b->tok, h, R, H, s) != 0)
     return rssm_fail(err, errlen, "embedding launch");
   auto add_norm = [&](const float *wn, void *ubn) {
-    return pending_y || !embed_in_norm ? mc_add_rmsnorm(h_cur, pending_y, b->u, ubn, R, b->Rpad, H,
-                                                        wn, c->norm_plus_one, eps, s)
-                                       : mc_embed_rmsnorm(g->embed, b->tok, h_cur, b->u, ubn, R,
+    return pending_y || !embed_in_norm ? mc_add_rmsnorm(h, pending_y, b->u, ubn, R, b->Rpad, H, wn,
+                                                        c->norm_plus_one, eps, s)
+                                       : mc_embed_rmsnorm(g->embed, b->tok, h, b->u, ubn, R,
                                                           b->Rpad, H, wn, c->norm_plus_one, eps, s);
-  };
-  auto norm_of = [&](const float *wn) {
-    const float *embed = pending_y || !embed_in_norm ? nullptr : g->embed; /* [V][H] */
-    return mc_gemm_norm{h_cur, pending_y, embed, b->tok, h_next, wn, c->norm_plus_one, eps};
   };
   for (int i = 0; i < g->nblocks; i++) {
     const mc_block *w = &g->blocks[i];
@@ -1034,21 +997,11 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
-    /* the norm inside the input projection (MC_NORMS_IN_GEMM), else a launch of its own */
-    const mc_gemm_norm nm = norm_of(w->norm);
-    int act_done = 0;
-    const int fused = ub ? norm_gemm_in(b, w, H, &nm, &act_done) : -2;
-    int rc = fused == -1;
-    if (fused == 0) { /* the GEMM wrote the new residual into h_next */
-      float *t = h_cur;
-      h_cur = h_next;
-      h_next = t;
-    }
-    if (fused == -2) rc = add_norm(w->norm, ub);
+    int rc = add_norm(w->norm, ub);
     /* an MLP on the tensor-core kernel: the input projection writes the activation (xb_act) */
-    const int mlp_act = act_done ? 0 : !rc && ub && fused == -2 ? gemm_mlp_act(b, w, H) : -2;
+    const int mlp_act = !rc && ub ? gemm_mlp_act(b, w, H) : -2;
     rc = rc || mlp_act == -1;
-    if (w->w_in && mlp_act == -2 && fused == -2)
+    if (w->w_in && mlp_act == -2)
       rc = rc || (ub ? gemm_xb(b, w->w_in, w->in_rows, H, b->proj, w->in_rows)
                      : gemm(b, w->w_in, w->in_rows, H, b->u, b->proj, w->in_rows));
     int out_ready = 0; /* 1: xb (xb_act after mlp_act) holds the bf16 input of w_out */
@@ -1189,15 +1142,9 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
-  /* the final norm inside the lm_head's GEMM where the kernel takes it */
-  const mc_gemm_norm nm = norm_of(g->final_norm);
-  const int fused = norm_gemm(b, g->lm_head, V, H, &nm, b->logits, V);
-  int rc = fused == -1;
-  if (fused == -2) {
-    rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
-    rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
-                     : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
-  }
+  int rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
+  rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
+                   : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
   if (want_metrics) {
     rc = rc || mc_row_stats_launch(b->logits, R, V, b->stats, s);
     rc = rc || (spec ? mc_spec_metrics_launch(b->logits, b->stats, b->ring_lg, b->ring_st,

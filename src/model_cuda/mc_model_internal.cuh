@@ -103,9 +103,6 @@ struct mc_batch {
   ssm_cuda_state **eng;      /* [nblocks] -> [C] states of K rows each */
   /* scratch */
   float *h, *u, *y;          /* [Rpad][H] residual, normed input, block output */
-  float *h2;                 /* [Rpad][H] the residual's other buffer (mc_gemm_mma_norm writes
-                                the new h there while the GEMM's other blocks read the old);
-                                bf16 models on the tensor-core kernel only */
   float *proj;               /* [Rpad][max_in_rows] input projection */
   float *act;                /* [Rpad][max_out_cols] input of the output projection */
   float *cv;                 /* [R][max conv_dim] conv output */

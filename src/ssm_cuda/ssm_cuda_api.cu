@@ -11,6 +11,7 @@
  *   flush   plan; materialise + store; flush book */
 #include <cuda_runtime.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,8 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
 bool fused_step_on() {
   static const int on = [] {
     const char *v = getenv("RSSM_FUSED_STEP");
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) /* a typo must not pass unseen */
+      fprintf(stderr, "RSSM_FUSED_STEP=%s: expected 0 or 1; the step runs fused\n", v);
     return v && strcmp(v, "0") == 0 ? 0 : 1;
   }();
   return on != 0;

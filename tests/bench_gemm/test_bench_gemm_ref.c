@@ -155,19 +155,4 @@ Test(gemm_mma, warps_and_supported_shapes) {
   cr_assert_eq(mc_gemm_mma_row_tiles(17), 4);
   cr_assert_eq(mc_gemm_mma_row_tiles(33), 8);
   cr_assert_eq(mc_gemm_mma_row_tiles(64), 8);
-  /* mc_gemm_mma_norm: the bf16 X of 8 RT rows, the fp32 inputs of R rows (stride cols + 8) and
-     the warp sums (8 x 8 RT x 17 floats) within 48 KiB of shared memory */
-  cr_assert_eq(mc_gemm_mma_norm_smem(16, 320), 16 * 320 * 2 + 16 * 328 * 4);
-  cr_assert_eq(mc_gemm_mma_norm_smem(9, 256), 16 * 256 * 2 + 9 * 264 * 4);
-  cr_assert(mc_gemm_mma_norm_supported(w, 16, 1544, 320, 1544, 0));  /* 10 + 20.5 + 8.5 KiB */
-  cr_assert(!mc_gemm_mma_norm_supported(w, 17, 1544, 320, 1544, 0)); /* 20 + 21.8 + 17 KiB */
-  cr_assert(mc_gemm_mma_norm_supported(w, 16, 1920, 320, 1920, MC_GEMM_MMA_ACT_RELU2));
-  cr_assert(mc_gemm_mma_norm_supported(w, 16, 1536, 256, 768, MC_GEMM_MMA_ACT_SWIGLU));
-  cr_assert(!mc_gemm_mma_norm_supported(w, 1, 4096, 2560, 4096, 0)); /* 40 + 10 + 4.25 KiB */
-  /* 8 rows: 8 x 8 x 17 x 4 = 4352 bytes of sums; 16 c + 32 (c + 8) bytes = 48 c + 256 */
-  cr_assert(mc_gemm_mma_norm_supported(w, 8, 16, 928, 16, 0)); /* exactly 48 KiB */
-  cr_assert(!mc_gemm_mma_norm_supported(w, 8, 16, 936, 16, 0));
-  cr_assert(!mc_gemm_mma_norm_supported(w + 1, 16, 1544, 320, 1544, 0)); /* W not aligned */
-  cr_assert(!mc_gemm_mma_norm_supported(w, 16, 1536, 256, 767, MC_GEMM_MMA_ACT_SWIGLU));
-  cr_assert(!mc_gemm_mma_norm_supported(w, 65, 16, 256, 16, 0));
 }

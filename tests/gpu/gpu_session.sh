@@ -8,8 +8,8 @@
 #   DEVICE=cpu tests/gpu/gpu_session.sh       # the same script against the CPU (a dry run of
 #                                             # its logic on a machine without a GPU)
 #
-# 1. gpu_check_quant, gpu_check_mc_kernels, gpu_check_mc_forward (the default step, the plain
-#    one and the norms inside the GEMMs), gpu_check_ssm's conventional step (fused, the default,
+# 1. gpu_check_quant, gpu_check_mc_kernels, gpu_check_mc_forward (the default step and the
+#    plain one), gpu_check_ssm's conventional step (fused, the default,
 #    and unfused), gpu_check_attn_lab, gpu_check_gemm_lab (device only);
 # 2. `logits --device $DEVICE` on the transformers fixtures against their golden logits
 #    (max|d| / max|ref| <= 1e-4 per step; a fixture the GPU refuses, "not supported on the
@@ -48,7 +48,6 @@ if [ "$DEV" = cuda ]; then
   check forward "$BIN/gpu_check_mc_forward" tests/fixtures 64
   # the step's other modes (mc_fused.h, ssm_cuda_api.cu's fused_step_on): the same bits each
   check forward-plain env RSSM_FUSED_NORMS=0 RSSM_FUSED_STEP=0 "$BIN/gpu_check_mc_forward" tests/fixtures 64
-  check forward-norms-in-gemm env RSSM_FUSED_NORMS=1 "$BIN/gpu_check_mc_forward" tests/fixtures 64
   # the SSM engine's conventional step fused (the default) and as plan + flush + book
   check ssm-conventional timeout 120 "$BIN/gpu_check_ssm" 0.5 conventional
   check ssm-conventional-unfused env RSSM_FUSED_STEP=0 timeout 120 "$BIN/gpu_check_ssm" 0.5 conventional

@@ -21,20 +21,20 @@ Test(fused_modes, the_variable_names_the_mode) {
   cr_assert_eq(MC_NORMS_DEFAULT, MC_NORMS_STAGED, "the measured default (mc_fused.h)");
   cr_assert_eq(mode_of("0"), MC_NORMS_PLAIN);
   cr_assert_eq(mode_of("staged"), MC_NORMS_STAGED);
-  cr_assert_eq(mode_of("1"), MC_NORMS_IN_GEMM);
-  cr_assert_eq(mode_of("2"), MC_NORMS_PLAIN, "an unknown value is plain, never a guess");
+  cr_assert_eq(mode_of("1"), MC_NORMS_PLAIN, "an unknown value is plain, never a guess (\"1\" named a removed mode)");
+  cr_assert_eq(mode_of("2"), MC_NORMS_PLAIN);
   cr_assert_eq(mode_of("Staged"), MC_NORMS_PLAIN);
   cr_assert_eq(mode_of(""), MC_NORMS_PLAIN);
 }
 
 Test(fused_modes, read_once_then_kept) {
   cr_assert_eq(mode_of("staged"), MC_NORMS_STAGED);
-  setenv("RSSM_FUSED_NORMS", "1", 1); /* a change after the first call is not seen */
+  setenv("RSSM_FUSED_NORMS", "0", 1); /* a change after the first call is not seen */
   cr_assert_eq(mc_fused_norms(), MC_NORMS_STAGED);
 }
 
 Test(fused_modes, the_setter_overrides_the_variable) {
-  cr_assert_eq(mode_of("1"), MC_NORMS_IN_GEMM);
+  cr_assert_eq(mode_of("0"), MC_NORMS_PLAIN);
   mc_fused_norms_set(MC_NORMS_STAGED);
   cr_assert_eq(mc_fused_norms(), MC_NORMS_STAGED);
   mc_fused_norms_set(MC_NORMS_PLAIN);
@@ -42,5 +42,6 @@ Test(fused_modes, the_setter_overrides_the_variable) {
   mc_fused_norms_set(7); /* no such mode */
   cr_assert_eq(mc_fused_norms(), MC_NORMS_PLAIN);
   mc_fused_norms_set(-1); /* forget: the variable again */
-  cr_assert_eq(mc_fused_norms(), MC_NORMS_IN_GEMM);
+  setenv("RSSM_FUSED_NORMS", "staged", 1);
+  cr_assert_eq(mc_fused_norms(), MC_NORMS_STAGED);
 }
