@@ -28,6 +28,8 @@ typedef struct {
                           only for variants 0, 4, 5 (cuBLAS promises nothing; the runtime's
                           tile; the tensor cores' order is the hardware's) */
   int64_t checked;     /* outputs compared with fp64 (over every R) */
+  uint64_t bits;       /* FNV-1a of every output's bits (each R's rows in turn): two builds of a
+                          variant meant to give the same bits print the same value */
   int nsplit;          /* the split count used */
 } gemm_check_result;
 
@@ -40,6 +42,12 @@ typedef struct {
 int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols, const int *Rs,
                        int nR, int tile, int nsplit, gemm_check_result *res, char *err,
                        size_t errlen);
+
+/* FNV-1a (64-bit) of n bytes, continued from h (start: GEMM_CHECK_FNV_BASIS): a fingerprint of
+ * a kernel's output bits, printed so that two builds meant to agree bit for bit can be compared
+ * by their printed lines. */
+#define GEMM_CHECK_FNV_BASIS 0xcbf29ce484222325ULL
+uint64_t gemm_check_fnv1a(uint64_t h, const void *bytes, size_t n);
 
 /* Frees what gemm_check_variant keeps between calls (the last shape's device weights and host
  * references): the bench calls it before allocating a whole step's weights. */

@@ -111,7 +111,8 @@ static int check_act(const char *what, int act, long long outs, long long cols, 
             cudaMemcpy(X, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess;
   std::vector<uint16_t> got((size_t)(Rmax * outs)), want((size_t)(Rmax * outs));
   for (int kw = 4; ok && kw <= 8; kw += 4)
-    for (int xf = 0; ok && xf < 2; xf++)
+    for (int xf = 0; ok && xf < 2; xf++) {
+      uint64_t bits = GEMM_CHECK_FNV_BASIS; /* every R's outputs, for builds to compare */
       for (int R : Rs) {
         const void *x = xf ? (const void *)X : (const void *)Xb;
         (*cases)++;
@@ -125,6 +126,7 @@ static int check_act(const char *what, int act, long long outs, long long cols, 
              cudaMemcpy(got.data(), A, (size_t)(R * outs) * 2, cudaMemcpyDeviceToHost) == cudaSuccess &&
              cudaMemcpy(want.data(), Aref, (size_t)(R * outs) * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
         long long diff = 0, nonzero = 0;
+        bits = gemm_check_fnv1a(bits, got.data(), (size_t)(R * outs) * 2);
         for (long long i = 0; ok && i < R * outs; i++) {
           diff += got[(size_t)i] != want[(size_t)i];
           nonzero += (want[(size_t)i] & 0x7fff) != 0;
@@ -132,11 +134,13 @@ static int check_act(const char *what, int act, long long outs, long long cols, 
         /* relu2 zeroes the negative half; at least a quarter of the outputs must be nonzero */
         const bool pass = ok && rc == 0 && rc_ref == 0 && diff == 0 && 4 * nonzero >= R * outs;
         if (!pass || R == 64)
-          printf("%-22s %6lld x %-6lld bf16 %-7s kw %d x %s R %2d: %s  bit diffs %lld of %lld, nonzero %lld\n", what,
+          printf("%-22s %6lld x %-6lld bf16 %-7s kw %d x %s R %2d: %s  bit diffs %lld of %lld, nonzero %lld%s", what,
                  rows, cols, act == MC_GEMM_MMA_ACT_SWIGLU ? "swiglu" : "relu2", kw, xf ? "fp32" : "bf16", R,
-                 pass ? "ok  " : "FAIL", diff, R * outs, nonzero);
+                 pass ? "ok  " : "FAIL", diff, R * outs, nonzero, R == 64 ? "" : "\n");
+        if (R == 64) printf(", bits of R 1..64 %016llx\n", (unsigned long long)bits);
         fails += !pass;
       }
+    }
   if (!ok) {
     printf("%-22s: FAIL (CUDA: %s)\n", what, cudaGetErrorString(cudaGetLastError()));
     fails++;
@@ -183,10 +187,11 @@ int main() {
         }
         const bool ok = r.ran && r.ok;
         printf("%-22s %6lld x %-6lld %s %-7s tile %2d splits %2d: %s  max|gpu-fp64|/A %.2e (%.3f of bound), "
-               "cpu-order diffs %lld, invariance diffs %lld%s, %lld outputs\n",
+               "cpu-order diffs %lld, invariance diffs %lld%s, %lld outputs, bits %016llx\n",
                s.what, s.rows, s.cols, gemm_lab_prec_name(p), gemm_lab_name(run.v), run.tile, r.nsplit,
                !r.ran ? "FAIL (refused)" : ok ? "ok  " : "FAIL", r.worst_rel, r.worst_ratio, (long long)r.cpu_diff,
-               (long long)r.inv_diff, gemm_lab_is_order(run.v) ? "" : " (not required)", (long long)r.checked);
+               (long long)r.inv_diff, gemm_lab_is_order(run.v) ? "" : " (not required)", (long long)r.checked,
+               (unsigned long long)r.bits);
         if (!ok) fails++;
       }
     }
