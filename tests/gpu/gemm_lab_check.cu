@@ -186,12 +186,15 @@ int main() {
           continue;
         }
         const bool ok = r.ran && r.ok;
-        printf("%-22s %6lld x %-6lld %s %-7s tile %2d splits %2d: %s  max|gpu-fp64|/A %.2e (%.3f of bound), "
-               "cpu-order diffs %lld, invariance diffs %lld%s, %lld outputs, bits %016llx\n",
-               s.what, s.rows, s.cols, gemm_lab_prec_name(p), gemm_lab_name(run.v), run.tile, r.nsplit,
-               !r.ran ? "FAIL (refused)" : ok ? "ok  " : "FAIL", r.worst_rel, r.worst_ratio, (long long)r.cpu_diff,
-               (long long)r.inv_diff, gemm_lab_is_order(run.v) ? "" : " (not required)", (long long)r.checked,
-               (unsigned long long)r.bits);
+        printf(
+            "%-22s %6lld x %-6lld %s %-7s tile %2d splits %2d: %s  max|gpu-fp64|/A %.2e (%.3f of bound), "
+            "cpu-order diffs %lld, invariance diffs %lld%s, %lld outputs, bits %016llx\n",
+            s.what, s.rows, s.cols, gemm_lab_prec_name(p), gemm_lab_name(run.v), run.tile, r.nsplit,
+            !r.ran ? "FAIL (refused)"
+            : ok   ? "ok  "
+                   : "FAIL",
+            r.worst_rel, r.worst_ratio, (long long)r.cpu_diff, (long long)r.inv_diff,
+            gemm_lab_is_order(run.v) ? "" : " (not required)", (long long)r.checked, (unsigned long long)r.bits);
         if (!ok) fails++;
       }
     }
