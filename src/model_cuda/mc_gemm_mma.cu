@@ -142,23 +142,49 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, warp, nsteps, cols, t, wlo, whi);
   pdl_wait();
 
+  /* X of XG consecutive k-steps and JG tiles (XG JG <= LOADS loads a lane) is loaded
+     before one __syncwarp and their mma. The warp synchronisation (mma.sync needs the warp
+     converged) orders memory, so no load moves across one: with a synchronisation per (step,
+     tile) the X loads were a chain of L2 round trips, 16 of them for the Mamba-2 fixture's MLP
+     down projection (8 steps a warp, 2 tiles). Each acc[j] takes the same mma in the same order
+     (ascending steps): the same bits. More loads in flight than 4 of bf16 X (2 of fp32: two
+     float4 each) spilled registers at 4-8 tiles (ptxas, 128 registers a thread). */
+  constexpr int LOADS = XF32 ? 2 : 4;
+  constexpr int JG = RT < LOADS ? RT : LOADS;
+  constexpr int XG = LOADS / JG < PREFETCH ? LOADS / JG : PREFETCH;
   for (int s0 = warp; s0 < nsteps; s0 += KW * PREFETCH) {
     if (s0 != warp)
       load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, s0, nsteps, cols, t, wlo, whi);
 #pragma unroll
-    for (int u = 0; u < PREFETCH; u++) {
-      const int s = s0 + u * KW, k = 32 * s + 8 * t;
-      if (s >= nsteps) break; /* warp-uniform */
-      const bool k_ok = k < cols;
+    for (int u0 = 0; u0 < PREFETCH; u0 += XG) {
+      if (s0 + u0 * KW >= nsteps) break; /* warp-uniform */
 #pragma unroll
-      for (int j = 0; j < RT; j++) {
-        const int r = 8 * j + g;
-        const bool x_ok = k_ok && r < R;
-        const uint4 xl = load_x<XF32>(X, x_ok ? (int64_t)r * cols + k : 0);
-        const uint4 x = x_ok ? xl : zero;
+      for (int j0 = 0; j0 < RT; j0 += JG) {
+        uint4 xv[XG][JG];
+#pragma unroll
+        for (int v = 0; v < XG; v++) {
+          const int s = s0 + (u0 + v) * KW, k = 32 * s + 8 * t;
+          const bool k_ok = s < nsteps && k < cols;
+#pragma unroll
+          for (int jj = 0; jj < JG; jj++) {
+            const int r = 8 * (j0 + jj) + g;
+            const bool x_ok = k_ok && r < R;
+            const uint4 xl = load_x<XF32>(X, x_ok ? (int64_t)r * cols + k : 0);
+            xv[v][jj] = x_ok ? xl : zero;
+          }
+        }
         __syncwarp();
-        mma_bf16(acc[j], wlo[u].x, whi[u].x, wlo[u].y, whi[u].y, x.x, x.y);
-        mma_bf16(acc[j], wlo[u].z, whi[u].z, wlo[u].w, whi[u].w, x.z, x.w);
+#pragma unroll
+        for (int v = 0; v < XG; v++) {
+          const int u = u0 + v;
+          if (s0 + u * KW >= nsteps) break; /* warp-uniform */
+#pragma unroll
+          for (int jj = 0; jj < JG; jj++) {
+            float(&a)[4] = acc[j0 + jj];
+            mma_bf16(a, wlo[u].x, whi[u].x, wlo[u].y, whi[u].y, xv[v][jj].x, xv[v][jj].y);
+            mma_bf16(a, wlo[u].z, whi[u].z, wlo[u].w, whi[u].w, xv[v][jj].z, xv[v][jj].w);
+          }
+        }
       }
     }
   }
