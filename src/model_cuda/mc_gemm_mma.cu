@@ -23,14 +23,8 @@
 
 namespace {
 
-/* 32-k steps whose W loads a warp issues before using the first: 4 (~4 KB in flight per warp),
-   8 where the block has at most 2 tiles of X (RT <= 2: registers to spare), so that the fixture
-   models' longest rows (Nemotron's MLP down projection, 1920 columns: 60 steps, 8 a warp) are
-   loaded whole before the PDL wait. The order of the sums does not depend on it. */
-template <int RT>
-__host__ __device__ constexpr int prefetch_of() {
-  return RT <= 2 ? 8 : 4;
-}
+/* 32-k steps whose W loads a warp issues before using the first: ~4 KB in flight per warp */
+constexpr int PREFETCH = 4;
 
 /* d += A B for one m16n8k16 (bf16 A, B; fp32 D) */
 __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
@@ -70,18 +64,18 @@ __device__ __forceinline__ uint4 load_x<true>(const void *X, int64_t off) {
                     bf16_pair(b.z, b.w));
 }
 
-/* One round of a warp's W loads: for u < P the 16-byte pieces W[n0 + g][k .. k + 7] and
+/* One round of a warp's W loads: for u < PREFETCH the 16-byte pieces W[n0 + g][k .. k + 7] and
    W[n0 + g + 8][same] of its 32-k step s0 + u KW (k = 32 s + 8 t); rows past `rows` and k past
    cols load from a valid address (row n0, k 0) and are then replaced by zeros, so the loads stay
    branch-free and the warp reaches each mma.sync converged. */
-template <int KW, int P>
+template <int KW>
 __device__ __forceinline__ void load_w_round(const uint16_t *__restrict__ W, int64_t lo_row,
                                              int64_t hi_row, bool lo_ok, bool hi_ok, int s0,
-                                             int nsteps, int cols, int t, uint4 (&wlo)[P],
-                                             uint4 (&whi)[P]) {
+                                             int nsteps, int cols, int t, uint4 (&wlo)[PREFETCH],
+                                             uint4 (&whi)[PREFETCH]) {
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-  for (int u = 0; u < P; u++) {
+  for (int u = 0; u < PREFETCH; u++) {
     const int s = s0 + u * KW, k = 32 * s + 8 * t;
     const bool k_ok = s < nsteps && k < cols;
     const int64_t kk = k_ok ? k : 0;
@@ -141,12 +135,11 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
 
   /* The first round of W is loaded before the wait for the previous kernel (cuda_pdl.h): W is a
      weight, never written during a decode. Where cols <= 32 KW PREFETCH (every GEMM of the
-     fixture models at up to 16 rows) this round is the whole of the block's
+     fixture models but Nemotron's MLP down projection) this round is the whole of the block's
      W: the weight bytes stream while the previous kernel finishes, and after the wait only X
      (which that kernel writes) is read. */
-  constexpr int PREFETCH = prefetch_of<RT>();
   uint4 wlo[PREFETCH], whi[PREFETCH];
-  load_w_round<KW, PREFETCH>(W, lo_row, hi_row, lo_ok, hi_ok, warp, nsteps, cols, t, wlo, whi);
+  load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, warp, nsteps, cols, t, wlo, whi);
   pdl_wait();
 
   /* X of XG consecutive k-steps and JG tiles (XG JG <= LOADS loads a lane) is loaded
@@ -161,7 +154,7 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   constexpr int XG = LOADS / JG < PREFETCH ? LOADS / JG : PREFETCH;
   for (int s0 = warp; s0 < nsteps; s0 += KW * PREFETCH) {
     if (s0 != warp)
-      load_w_round<KW, PREFETCH>(W, lo_row, hi_row, lo_ok, hi_ok, s0, nsteps, cols, t, wlo, whi);
+      load_w_round<KW>(W, lo_row, hi_row, lo_ok, hi_ok, s0, nsteps, cols, t, wlo, whi);
 #pragma unroll
     for (int u0 = 0; u0 < PREFETCH; u0 += XG) {
       if (s0 + u0 * KW >= nsteps) break; /* warp-uniform */
