@@ -47,14 +47,6 @@ __device__ inline float dot8_lane(const float *a, const float *b, int64_t n, int
  * and writes y, and yb = bf16(y) rounded to nearest even when yb is not NULL (the bf16 GEMM
  * input that f32_to_bf16 would make of y). Every thread of the block must call it. xg may be
  * the block's shared copy of the group (mc_norm_stage_bytes), made before a barrier. */
-/* Elements a thread of a norm kernel loads before it stores any (LOAD_AHEAD): a store through a
- * pointer that might alias the next element's source keeps the compiler from issuing that load
- * earlier, so a loop of load, store, load, store over a thread's elements is a chain of L2 round
- * trips (as in the tensor-core GEMM's X loads behind a warp synchronisation, docs/bench-gemm.md).
- * Every element is still read and written by the one thread that owns it (in place stays
- * correct) and computed by the same expression: the same bits. */
-constexpr int LOAD_AHEAD = 4;
-
 __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [gs] */,
                                      __nv_bfloat16 *ybg /* [gs] or NULL */, int gs,
                                      const float *wg /* [gs] or NULL */, int plus_one, float eps,
@@ -66,26 +58,12 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
   if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
   __syncthreads();
   const float inv = inv_s;
-  const int step = blockDim.x;
-  for (int i0 = threadIdx.x; i0 < gs; i0 += LOAD_AHEAD * step) {
-    float xv[LOAD_AHEAD], wv[LOAD_AHEAD], zv[LOAD_AHEAD];
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++) {
-      const int i = i0 + a * step;
-      xv[a] = i < gs ? xg[i] : 0.0f;
-      wv[a] = i < gs && wg ? wg[i] : 0.0f;
-      zv[a] = i < gs && zg ? zg[i] : 0.0f;
-    }
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++) {
-      const int i = i0 + a * step;
-      if (i >= gs) break;
-      float v = xv[a] * inv;
-      if (wg) v = v * (plus_one ? 1.0f + wv[a] : wv[a]);
-      if (zg) v = v * silu(zv[a]);
-      yg[i] = v;
-      if (ybg) ybg[i] = __float2bfloat16_rn(v);
-    }
+  for (int i = threadIdx.x; i < gs; i += blockDim.x) {
+    float v = xg[i] * inv;
+    if (wg) v = v * (plus_one ? 1.0f + wg[i] : wg[i]);
+    if (zg) v = v * silu(zg[i]);
+    yg[i] = v;
+    if (ybg) ybg[i] = __float2bfloat16_rn(v);
   }
 }
 
@@ -94,17 +72,8 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
  * the barrier after which lanes 0..7 may read it. Every thread of the block must call it. */
 __device__ inline const float *stage_group(float *xs /* [gs] shared, or NULL */,
                                            const float *xg /* [gs] */, int gs) {
-  if (xs) {
-    const int step = blockDim.x;
-    for (int i0 = threadIdx.x; i0 < gs; i0 += LOAD_AHEAD * step) {
-      float v[LOAD_AHEAD];
-#pragma unroll
-      for (int a = 0; a < LOAD_AHEAD; a++) v[a] = i0 + a * step < gs ? xg[i0 + a * step] : 0.0f;
-#pragma unroll
-      for (int a = 0; a < LOAD_AHEAD; a++)
-        if (i0 + a * step < gs) xs[i0 + a * step] = v[a];
-    }
-  }
+  if (xs)
+    for (int i = threadIdx.x; i < gs; i += blockDim.x) xs[i] = xg[i];
   __syncthreads();
   return xs ? xs : xg;
 }

@@ -37,23 +37,11 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
   float *hr = h + (int64_t)r * H; /* [H] */
   const float *yr = y ? y + (int64_t)r * H : nullptr;     /* [H] */
   const float *er = embed ? embed + tok[r] * H : nullptr; /* [H]: the token's row */
-  const int64_t step = blockDim.x;
-  for (int64_t i0 = threadIdx.x; i0 < H; i0 += LOAD_AHEAD * step) {
-    /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits); the
-       thread's LOAD_AHEAD elements loaded before any is stored (mc_device.cuh) */
-    float v[LOAD_AHEAD];
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++) {
-      const int64_t i = i0 + a * step;
-      v[a] = i >= H ? 0.0f : er ? er[i] : (yr ? hr[i] + yr[i] : hr[i]);
-    }
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++) {
-      const int64_t i = i0 + a * step;
-      if (i >= H) break;
-      if (er || yr) hr[i] = v[a];
-      if (staged) stage[i] = v[a];
-    }
+  for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
+    /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits) */
+    const float v = er ? er[i] : (yr ? hr[i] + yr[i] : hr[i]);
+    if (er || yr) hr[i] = v;
+    if (staged) stage[i] = v;
   }
   __syncthreads();
   rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr);
@@ -122,15 +110,12 @@ __global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
   if (c >= C) return;
   const int64_t d_inner = (int64_t)Hm * P;
   const float *xr = zx + r * in_rows + d_inner; /* [C]: the conv's input slice (x, B, C) */
-  /* the head's step size before the conv, whose window stores would otherwise hold these loads
-     back (LOAD_AHEAD, mc_device.cuh) */
-  const int h = c < d_inner ? (int)(c / P) : 0;
-  const float delta = c < d_inner ? mamba2_delta(zx[r * in_rows + d_inner + C + h], dt_bias[h],
-                                                 pos[r], dt_lo, dt_hi)
-                                  : 0.0f;
   const float x = conv_step_channel(win + (int64_t)r * (K - 1) * C, xr[c], cw, cb, c, C, K);
   cv[r * C + c] = x;
   if (c < d_inner) {
+    const int h = (int)(c / P);
+    const float delta =
+        mamba2_delta(zx[r * in_rows + d_inner + C + h], dt_bias[h], pos[r], dt_lo, dt_hi);
     if (c % P == 0) alpha[(int64_t)r * Hm + h] = mamba2_alpha(delta, A_log[h]);
     v[r * d_inner + c] = delta * x;
   } else if (c < d_inner + gn) {
@@ -214,19 +199,9 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
   }
   float *tg = t + r * di + g0;        /* [gs] */
   float *gated = staged ? stage : tg; /* [gs]: the gate's values before the norm */
-  const int step = blockDim.x;
-  for (int j0 = threadIdx.x; j0 < gs; j0 += LOAD_AHEAD * step) {
-    float v[LOAD_AHEAD]; /* loaded before any is stored (LOAD_AHEAD, mc_device.cuh) */
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++) {
-      const int64_t i = g0 + j0 + a * step;
-      v[a] = j0 + a * step < gs ? mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i],
-                                                 zx[r * in_rows + i])
-                                : 0.0f;
-    }
-#pragma unroll
-    for (int a = 0; a < LOAD_AHEAD; a++)
-      if (j0 + a * step < gs) gated[j0 + a * step] = v[a];
+  for (int j = threadIdx.x; j < gs; j += blockDim.x) {
+    const int64_t i = g0 + j;
+    gated[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
   }
   __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
   rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr);
