@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 33, call 10 (issue 18): two changes meant to keep the bits, from call 9's map, in three
 # builds:
-#   old  .devrun/old: 18b0e8e (9e2b5b4's code)
+#   old  .devrun/old: 9e2b5b4 (the src of main at this call)
 #   A    .devrun/A:   mat4_kernel loads its first batch of state rows before staging the records
 #                     (the fused step's ring stores had held the row loads back)
 #   B    .devrun/bin: A, and rmsnorm_group loads the thread's first 4 weights before its barriers
