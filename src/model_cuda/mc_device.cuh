@@ -53,35 +53,18 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
                                      const float *zg /* [gs] or NULL */) {
   __shared__ float part[8];
   __shared__ float inv_s;
-  /* the weights of the thread's first W_AHEAD elements, loaded before the barriers so that their
-     latency overlaps lanes 0..7's sums (a barrier keeps later loads from moving above it) */
-  constexpr int W_AHEAD = 4;
-  const int step = blockDim.x;
-  float wa[W_AHEAD];
-#pragma unroll
-  for (int a = 0; a < W_AHEAD; a++) {
-    const int i = threadIdx.x + a * step;
-    wa[a] = wg && i < gs ? wg[i] : 0.0f;
-  }
   if (threadIdx.x < 8) part[threadIdx.x] = dot8_lane(xg, xg, gs, threadIdx.x);
   __syncthreads();
   if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
   __syncthreads();
   const float inv = inv_s;
-  auto scale = [&](int i, float w) { /* element i with its weight w (unused without wg) */
+  for (int i = threadIdx.x; i < gs; i += blockDim.x) {
     float v = xg[i] * inv;
-    if (wg) v = v * (plus_one ? 1.0f + w : w);
+    if (wg) v = v * (plus_one ? 1.0f + wg[i] : wg[i]);
     if (zg) v = v * silu(zg[i]);
     yg[i] = v;
     if (ybg) ybg[i] = __float2bfloat16_rn(v);
-  };
-#pragma unroll
-  for (int a = 0; a < W_AHEAD; a++) {
-    const int i = threadIdx.x + a * step;
-    if (i >= gs) break;
-    scale(i, wa[a]);
   }
-  for (int i = threadIdx.x + W_AHEAD * step; i < gs; i += step) scale(i, wg ? wg[i] : 0.0f);
 }
 
 /* The group a norm kernel hands to rmsnorm_group: xg copied into the block's shared copy xs
