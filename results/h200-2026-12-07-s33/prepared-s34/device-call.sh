@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepared at the end of session 33 for the next session's first call (issue 18), on the build of
+# session 33's last code (f0e1bdc: the default step with the tensor-core GEMM's X loads grouped),
+# which has not yet been through a whole GPU session:
+# (1) tests/gpu/gpu_session.sh: every GPU check (the logs of failed checks kept);
+# (2) bench e2e bf16 K = 16 on both fixtures, twice, each followed by transformers (same-call
+#     ratios for the 40x bar);
+# (3) the 4B shapes at K = 64 (bf16, cuBLAS): the bar is 0.70 of the byte limit on an H200, so
+#     the figure counts only if gpu.txt names one.
+# Build: BUILD_DIR=build bash scripts/setup.sh (a CUDA build), then the bundle as in
+# docs/next-session.md (replayssm, every gpu_check_*, gpu_golden_bytes, the libraries the machine
+# lacks; `tar -I 'xz -T2 -9'`: the -9 dictionary keeps it near 6-18 MB). Carry .devrun.txz; trim
+# keeping results/h200-2026-12-07-s33, tests/fixtures and data/models/*/model.safetensors.
+# ~300 s (CALL_LIMIT caps it).
+set -u
+cd "$(dirname "$0")/../../.."
+DEVICE_CALL_LIMIT=320
+. scripts/device_call_lib.sh # W, B, left, stamp, pack; the bundle unpacked
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+OUT=$W/gs BIN=$B timeout 240 bash tests/gpu/gpu_session.sh > "$W/gpu-session.txt" 2>&1
+stamp "gpu_session rc=$? $(tail -n 1 "$W/gpu-session.txt")"
+mkdir -p "$W/failed" && for n in $(grep '^FAIL' "$W/gpu-session.txt" | awk '{print $2}'); do
+  cp "$W/gs/$n.log" "$W/failed/" 2>/dev/null; done
+rm -rf "$W/gs"
+pack
+for rep in 1 2; do
+  for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
+    [ "$(left)" -gt 40 ] || { stamp "skip $m"; continue; }
+    timeout 60 $B/replayssm bench e2e --model data/models/$m --streams 16 --steps 64 --warmup 8 \
+      --gemm bf16 --configs 'conventional state=fp32' --label $m-$rep \
+      --transformers python3 --transformers-json "$W/hf_$m-$rep.json" \
+      --out "$W/e2e.csv" >> "$W/e2e.log" 2>&1
+    stamp "e2e $m rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,26,27)"
+  done
+  pack
+done
+for s in qwen3.5-4b nemotron-3-nano-4b; do
+  [ "$(left)" -gt 20 ] || { stamp "skip $s"; continue; }
+  timeout 20 $B/replayssm bench e2e --shape $s --streams 64 --steps 32 --warmup 4 --gemm bf16 \
+    --micro off --configs 'conventional state=fp32' --label $s --out "$W/e2e.csv" >> "$W/e2e.log" 2>&1
+  stamp "e2e $s rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,20)"
+done
+pack
