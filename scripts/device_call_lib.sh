@@ -5,8 +5,9 @@
 #   CALL_LIMIT  seconds the call may take (default DEVICE_CALL_LIMIT, set by the script)
 # Gives: $W (outputs), $B (the bundle's binaries, unpacked from .devrun.txz, with
 # LD_LIBRARY_PATH set to its libraries and CUDA's), left (seconds left), stamp MSG (a timed line
-# into $W/stamps.txt and stdout), pack (call.tgz, and e2e.csv beside it when there is one);
-# writes the GPU's name into $W/gpu.txt.
+# into $W/stamps.txt and stdout), pack (call.tgz, and e2e.csv beside it when there is one),
+# e2e_fixture / e2e_shape (issue 18's bench e2e runs, below); writes the GPU's name into
+# $W/gpu.txt.
 : "${OUT:?set OUT}"
 T0=$(date +%s)
 LIMIT=${CALL_LIMIT:-${DEVICE_CALL_LIMIT:-220}}
@@ -19,3 +20,22 @@ tar -xJf .devrun.txz || { echo "cannot unpack the bundle .devrun.txz"; exit 2; }
 export LD_LIBRARY_PATH=$PWD/.devrun/lib:/usr/local/cuda/lib64
 B=.devrun/bin
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$W/gpu.txt"
+
+# e2e_fixture REPLAYSSM MODEL LABEL [HF_JSON]: issue 18's fixture figure (bench e2e bf16, K = 16,
+# 64 steps after 8) into $W/e2e.csv and e2e.log, followed by transformers' decode of the same
+# model when HF_JSON is given (the same-call ratio); stamps ms a step, transformers' ms, ratio.
+e2e_fixture() {
+  local hf=(); [ -n "${4:-}" ] && hf=(--transformers python3 --transformers-json "$4")
+  timeout 90 "$1" bench e2e --model "data/models/$2" --streams 16 --steps 64 --warmup 8 \
+    --gemm bf16 --configs 'conventional state=fp32' --label "$3" "${hf[@]}" \
+    --out "$W/e2e.csv" >> "$W/e2e.log" 2>&1
+  stamp "e2e $3 rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,26,27)"
+}
+# e2e_shape REPLAYSSM SHAPE LABEL: the 4B shapes' figure (K = 64, bf16, 32 steps after 4); stamps
+# ms a step and the fraction of the byte limit.
+e2e_shape() {
+  timeout 30 "$1" bench e2e --shape "$2" --streams 64 --steps 32 --warmup 4 --gemm bf16 \
+    --micro off --configs 'conventional state=fp32' --label "$3" --out "$W/e2e.csv" \
+    >> "$W/e2e.log" 2>&1
+  stamp "e2e $3 rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,20)"
+}

@@ -26,18 +26,12 @@ pack
 for rep in 1 2; do
   for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
     [ "$(left)" -gt 40 ] || { stamp "skip $m"; continue; }
-    timeout 60 $B/replayssm bench e2e --model data/models/$m --streams 16 --steps 64 --warmup 8 \
-      --gemm bf16 --configs 'conventional state=fp32' --label $m-$rep \
-      --transformers python3 --transformers-json "$W/hf_$m-$rep.json" \
-      --out "$W/e2e.csv" >> "$W/e2e.log" 2>&1
-    stamp "e2e $m rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,26,27)"
+    e2e_fixture $B/replayssm $m $m-$rep "$W/hf_$m-$rep.json"
   done
   pack
 done
 for s in qwen3.5-4b nemotron-3-nano-4b; do
   [ "$(left)" -gt 20 ] || { stamp "skip $s"; continue; }
-  timeout 20 $B/replayssm bench e2e --shape $s --streams 64 --steps 32 --warmup 4 --gemm bf16 \
-    --micro off --configs 'conventional state=fp32' --label $s --out "$W/e2e.csv" >> "$W/e2e.log" 2>&1
-  stamp "e2e $s rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,20)"
+  e2e_shape $B/replayssm $s $s
 done
 pack
