@@ -6,8 +6,8 @@
 # Gives: $W (outputs), $B (the bundle's binaries, unpacked from .devrun.txz, with
 # LD_LIBRARY_PATH set to its libraries and CUDA's), left (seconds left), stamp MSG (a timed line
 # into $W/stamps.txt and stdout), pack (call.tgz, and e2e.csv beside it when there is one),
-# e2e_fixture / e2e_shape (issue 18's bench e2e runs, below); writes the GPU's name into
-# $W/gpu.txt.
+# e2e_fixture / e2e_shape (issue 18's bench e2e runs) and gpu_session_run (every GPU check),
+# below; writes the GPU's name into $W/gpu.txt.
 : "${OUT:?set OUT}"
 T0=$(date +%s)
 LIMIT=${CALL_LIMIT:-${DEVICE_CALL_LIMIT:-220}}
@@ -38,4 +38,16 @@ e2e_shape() {
     --micro off --configs 'conventional state=fp32' --label "$3" --out "$W/e2e.csv" \
     >> "$W/e2e.log" 2>&1
   stamp "e2e $3 rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,20)"
+}
+# gpu_session_run SECONDS: tests/gpu/gpu_session.sh on the bundle into $W/gpu-session.txt, the
+# logs of failed checks into $W/failed/ (its other files dropped: the 8-file return limit).
+gpu_session_run() {
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OUT=$W/gs BIN=$B timeout "$1" bash tests/gpu/gpu_session.sh \
+    > "$W/gpu-session.txt" 2>&1
+  stamp "gpu_session rc=$? $(tail -n 1 "$W/gpu-session.txt")"
+  mkdir -p "$W/failed"
+  for n in $(grep '^FAIL' "$W/gpu-session.txt" | awk '{print $2}'); do
+    cp "$W/gs/$n.log" "$W/failed/" 2>/dev/null
+  done
+  rm -rf "$W/gs"
 }

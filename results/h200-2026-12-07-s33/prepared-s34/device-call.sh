@@ -17,11 +17,7 @@ cd "$(dirname "$0")/../../.."
 DEVICE_CALL_LIMIT=320
 . scripts/device_call_lib.sh # W, B, left, stamp, pack; the bundle unpacked
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-OUT=$W/gs BIN=$B timeout 240 bash tests/gpu/gpu_session.sh > "$W/gpu-session.txt" 2>&1
-stamp "gpu_session rc=$? $(tail -n 1 "$W/gpu-session.txt")"
-mkdir -p "$W/failed" && for n in $(grep '^FAIL' "$W/gpu-session.txt" | awk '{print $2}'); do
-  cp "$W/gs/$n.log" "$W/failed/" 2>/dev/null; done
-rm -rf "$W/gs"
+gpu_session_run 240
 pack
 for rep in 1 2; do
   for m in qwen35-gdn-tiny nemotronh-m2-tiny; do
