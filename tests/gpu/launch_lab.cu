@@ -9,7 +9,11 @@
  *      (cublasGemmEx as mc_model.cu calls it) against one warp per output element row
  *      (`rowdot`: 16 rows in registers, 16-byte loads), plain and with PDL; rowdot is checked
  *      against an fp64 CPU product first;
- *   3. a mixed chain (element-wise kernel, GEMM, element-wise kernel) x N, as a step is.
+ *   3. a mixed chain (element-wise kernel, GEMM, element-wise kernel) x N, as a step is;
+ *   4. the same element-wise hops as phases of ONE cooperative kernel with a grid-wide barrier
+ *      (cooperative_groups grid.sync) between them: what a persistent step kernel would pay per
+ *      dependent phase instead of a kernel boundary (session 33's note: a fixture step is ~48-78
+ *      kernels at ~3 us each in its graph with PDL).
  * Every chain's result is checked after it is timed (the element-wise chain's words against the
  * same map on the CPU: a kernel that ran ahead of its input shows). Prints one line per case:
  * us per graph launch and per kernel.
@@ -20,6 +24,7 @@
  * launched while the previous one runs, and its blocks wait in cudaGridDependencySynchronize,
  * which returns once the previous grid has completed and its writes are visible: the results are
  * the same, the launch latency overlaps the previous kernel. */
+#include <cooperative_groups.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -56,6 +61,18 @@ __global__ void hop_kernel(uint32_t *x /* [n] */, int n, int mode) {
   pdl_prologue(mode);
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = x[i] * 1664525u + 1013904223u;
+}
+
+/* hop_kernel's map applied `hops` times, a grid-wide barrier after each application: the phases
+ * of a persistent kernel. Launched cooperatively (every block resident), so the barrier is
+ * legal; the result is the chain's. */
+__global__ void hops_grid_kernel(uint32_t *x /* [n] */, int n, int hops) {
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int h = 0; h < hops; h++) {
+    if (i < n) x[i] = x[i] * 1664525u + 1013904223u;
+    grid.sync();
+  }
 }
 
 /* Y[r][j] = sum_c W[j][c] X[r][c] for r < ROWS (16: a fixture step's K), one warp per output
@@ -239,6 +256,50 @@ static double time_case(lab *L, int kind, int nk, int mode, int reps, const uint
   return 1e3 * ms / reps;
 }
 
+/* Case 4: `phases` hops as one cooperative launch (outside a graph: a launch's own cost is
+ * printed beside the per-phase figure, from the same kernel at 1 phase). Returns 1 when the
+ * result is wrong or the grid cannot be resident at once, else 0. */
+static int time_grid_sync(lab *L, int phases, int reps, const uint32_t *x0) {
+  const dim3 g((unsigned)((L->n + 255) / 256)), b(256);
+  int dev = 0, sms = 0, per_sm = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hops_grid_kernel, 256, 0));
+  if ((long)per_sm * sms < (long)g.x) {
+    printf("case hops grid.sync: FAIL (%u blocks, only %d resident)\n", g.x, per_sm * sms);
+    return 1;
+  }
+  double us[2];
+  const int counts[2] = {1, phases};
+  int bad = 0;
+  for (int c = 0; c < 2; c++) {
+    CK(cudaMemcpy(L->x, x0, sizeof(uint32_t) * (size_t)L->n, cudaMemcpyHostToDevice));
+    int hops = counts[c];
+    void *args[] = {&L->x, &L->n, &hops};
+    const int warm = 20;
+    for (int i = 0; i < warm; i++)
+      CK(cudaLaunchCooperativeKernel((void *)hops_grid_kernel, g, b, args, 0, L->s));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventRecord(e0, L->s));
+    for (int i = 0; i < reps; i++)
+      CK(cudaLaunchCooperativeKernel((void *)hops_grid_kernel, g, b, args, 0, L->s));
+    CK(cudaEventRecord(e1, L->s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    us[c] = 1e3 * ms / reps;
+    bad += check_hops(L, x0, (long)hops * (warm + reps)) != 0;
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+  }
+  printf("case %-15s %-11s %3d phases: %8.2f us a launch (1 phase: %.2f), %6.3f us a phase%s\n",
+         "hops", "grid.sync", phases, us[1], us[0], (us[1] - us[0]) / (phases - 1),
+         bad ? "  WRONG RESULT" : "");
+  return bad != 0;
+}
+
 /* rowdot against an fp64 product, |err| <= cols * 2^-23 * sum|w x| (fp32 accumulation of `cols`
  * exact bf16 x bf16 products: each of the <= cols/32 + 5 additions a lane and the shuffle tree
  * rounds once, relative 2^-24, so cols * 2^-23 is a loose bound) */
@@ -325,6 +386,7 @@ int main(int argc, char **argv) {
              kind_name[kind], mode_name[mode], nk, us, us / nk, bad ? "  WRONG RESULT" : "");
       fails += bad != 0;
     }
+  fails += time_grid_sync(&L, items[CH_HOPS], reps, x0);
   printf("%s: %d failing check(s)\n", fails ? "FAIL" : "ok", fails);
   return fails != 0;
 }
