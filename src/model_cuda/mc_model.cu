@@ -444,10 +444,9 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
       !mc_gemm_mma_act_supported(w->w_in, b->xb, R, w->in_rows, H, w->out_cols, act) ||
       !mc_gemm_mma_supported(w->w_out, b->xb_act, R, H, w->out_cols, H))
     return -2;
-  uint16_t *A = reinterpret_cast<uint16_t *>(b->xb_act); /* [RT][out_cols] bf16 */
-  return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0, A, w->out_cols, R,
-                         w->in_rows, H, act, mc_gemm_mma_warps(w->in_rows, b->g->sms),
-                         b->stream) != 0
+  return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0,
+                         reinterpret_cast<uint16_t *>(b->xb_act), w->out_cols, R, w->in_rows, H,
+                         act, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream) != 0
              ? -1
              : 0;
 }
