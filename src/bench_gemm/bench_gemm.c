@@ -65,7 +65,11 @@ static int parse_words(const char *text, bg_options *o, int which) {
       if (which == W_SHAPE)
         cli_error(CMD, "--shape: '%s' (expected a list of qwen-tiny, nemo-tiny, qwen4b, nano4b)", t);
       else if (which == W_PREC) cli_error(CMD, "--prec: '%s' (expected a list of fp32, bf16)", t);
-      else cli_error(CMD, "--variants: '%s' (expected a list of cublas, stream, splitk, stream4, mma4, mma8 or 0..5)", t);
+      else
+        cli_error(CMD,
+                  "--variants: '%s' (expected a list of cublas, stream, splitk, stream4, mma4, "
+                  "mma8, mma16 or 0..6)",
+                  t);
       return 2;
     }
     dst[which][n++] = found;
@@ -103,7 +107,7 @@ int bg_parse(int argc, char **argv, bg_options *o) {
        .help = "GEMM precisions: fp32 (cublasSgemm without TF32), bf16 (bf16 W and X, fp32\n"
                "accumulation)"},
       {.name = "--variants", .type = CLI_STR, .dest = &variants, .meta = "LIST", .def = "all",
-       .help = "cublas,stream,splitk,stream4,mma4,mma8 (or 0..5; mma: bf16 only);\n"
+       .help = "cublas,stream,splitk,stream4,mma4,mma8,mma16 (or 0..6; mma: bf16 only);\n"
                "docs/bench-gemm.md"},
       {.name = "--reps", .type = CLI_INT, .dest = &o->reps, .meta = "N", .def = "20", .lo = 1,
        .hi = 10000, .help = "timed launches per point (the median is reported)"},

@@ -57,7 +57,8 @@ stream_kernel(Args a) {
 }
 
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
-  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R),
+  const int splits = splits_launched(a.max_ctx, a.nsplit); /* the rest would return at once */
+  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)splits, (unsigned)a.nKV, (unsigned)R),
              WARPS * 32, 0, s, a);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

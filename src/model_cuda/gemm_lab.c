@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas",  "stream", "splitk",
-                                                      "stream4", "mma4",   "mma8"};
+static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk", "stream4",
+                                                      "mma4",   "mma8",   "mma16"};
 
 const char *gemm_lab_name(int variant) {
   return variant >= 0 && variant < GEMM_LAB_NVARIANTS ? names[variant] : NULL;
@@ -26,7 +26,10 @@ int gemm_lab_is_order(int variant) {
 }
 
 int gemm_lab_mma_warps(int variant) {
-  return variant == GEMM_LAB_MMA4 ? 4 : variant == GEMM_LAB_MMA8 ? 8 : 0;
+  return variant == GEMM_LAB_MMA4    ? 4
+         : variant == GEMM_LAB_MMA8  ? 8
+         : variant == GEMM_LAB_MMA16 ? 16
+                                     : 0;
 }
 
 int gemm_lab_has_prec(int variant, gemm_lab_prec p) {

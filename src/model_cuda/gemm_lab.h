@@ -35,9 +35,10 @@
  *             the weights from L2). The same order as variant 1, so the same bits.
  *   4 mma4    bf16 only: the runtime's tensor-core kernel (mc_gemm_mma.h) with 4 warps a block,
  *             reading fp32 X and rounding it to bf16 as it loads it (no rounding launch first);
- *   5 mma8    the same with 8 warps a block (the runtime picks one of the two by
- *             mc_gemm_mma_warps). The tensor cores' order, not THE FIXED ORDER: checked against
- *             gemm_lab_bound_mma; row invariance is printed, not required.
+ *   5 mma8    the same with 8 warps a block,
+ *   6 mma16   and with 16 (the runtime picks one of the three by mc_gemm_mma_warps). The tensor
+ *             cores' order, not THE FIXED ORDER: checked against gemm_lab_bound_mma; row
+ *             invariance is printed, not required.
  *
  * THE FIXED ORDER (variants 1, 2 and 3, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
@@ -69,9 +70,10 @@ enum {
   GEMM_LAB_SPLITK = 2,
   GEMM_LAB_STREAM4 = 3,
   GEMM_LAB_MMA4 = 4,
-  GEMM_LAB_MMA8 = 5
+  GEMM_LAB_MMA8 = 5,
+  GEMM_LAB_MMA16 = 6
 };
-#define GEMM_LAB_NVARIANTS 6
+#define GEMM_LAB_NVARIANTS 7
 typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
@@ -87,7 +89,7 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_NW_WIDE 4
 #define GEMM_LAB_RB_WIDE 8
 
-/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8" for 0..5; NULL otherwise. */
+/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16" for 0..6; NULL otherwise. */
 const char *gemm_lab_name(int variant);
 /* The variant numbered by name or digit ("1" or "stream"); -1 if none. */
 int gemm_lab_parse(const char *text);
@@ -96,7 +98,7 @@ const char *gemm_lab_prec_name(gemm_lab_prec p);
 /* Whether the variant computes THE FIXED ORDER (1, 2, 3: bit-exact against gemm_lab_ref_order
  * and row-invariant by construction). */
 int gemm_lab_is_order(int variant);
-/* The warps a block of an mma variant (4 for mma4, 8 for mma8), 0 for the other variants. */
+/* The warps a block of an mma variant (4, 8, 16 for mma4, mma8, mma16), 0 for the others. */
 int gemm_lab_mma_warps(int variant);
 /* Whether the variant runs at precision p (the mma variants: bf16 only). */
 int gemm_lab_has_prec(int variant, gemm_lab_prec p);

@@ -4,9 +4,12 @@
 
 #include <stdint.h>
 
-int mc_gemm_mma_warps(int64_t rows, int sms) {
+int mc_gemm_mma_warps(int64_t rows, int64_t cols, int sms) {
   const int64_t blocks = (rows + 15) / 16; /* one block per 16 weight rows */
-  return sms > 0 && blocks >= 4 * (int64_t)sms ? 4 : 8;
+  const int64_t steps = (cols + 31) / 32;  /* 32-k steps of a row */
+  if (sms > 0 && blocks >= 4 * (int64_t)sms) return 4;
+  if (sms > 0 && blocks <= sms && steps > 8 * MC_GEMM_MMA_PREFETCH) return 16;
+  return 8;
 }
 
 int mc_gemm_mma_for_model(int64_t gemm_bytes) {

@@ -24,7 +24,7 @@
 namespace {
 
 /* 32-k steps whose W loads a warp issues before using the first: ~4 KB in flight per warp */
-constexpr int PREFETCH = 4;
+constexpr int PREFETCH = MC_GEMM_MMA_PREFETCH;
 
 /* d += A B for one m16n8k16 (bf16 A, B; fp32 D) */
 __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
@@ -89,11 +89,24 @@ __device__ __forceinline__ void load_w_round(const uint16_t *__restrict__ W, int
 /* The KW warps' partial sums of output (r, fragment row n), added in warp order (a fixed order:
    the bits do not depend on which warp finished first). */
 template <int KW, int ROWS>
-__device__ __forceinline__ float sum_warps(const float (&part)[KW][ROWS][17], int r, int n) {
+__device__ __forceinline__ float sum_warps(const float (*part)[ROWS][17] /* [KW] */, int r, int n) {
   float y = part[0][r][n];
 #pragma unroll
   for (int w = 1; w < KW; w++) y = y + part[w][r][n];
   return y;
+}
+
+/* The block's shared memory: the warps' partial sums, [KW][8 RT][17] floats (padded against
+   bank conflicts). Static up to 8 warps; dynamic at 16 (at RT = 8 it is 68 KiB, past the static
+   48). Not dynamic throughout: that took ~0.08 us a GEMM more on the GDN fixture's 33 (H100,
+   session 34 call 5: 0.2246 ms a step against 0.2221). */
+template <int RT, int KW>
+constexpr size_t part_bytes() {
+  return (size_t)KW * RT * 8 * 17 * 4;
+}
+template <int RT, int KW>
+constexpr size_t dynamic_bytes() {
+  return KW <= 8 ? 0 : part_bytes<RT, KW>();
 }
 
 /* What the kernel writes (mc_gemm_mma / mc_gemm_mma_act): Y itself, or the activation of an MLP's
@@ -109,7 +122,8 @@ enum Epilogue { EPI_Y = 0, EPI_RELU2 = MC_GEMM_MMA_ACT_RELU2, EPI_SWIGLU = MC_GE
    and mma as in EPI_Y, only in the other fragment row. */
 /* At least 512 threads a multiprocessor resident (<= 128 registers a thread): with 8 warps a
    block and ~150 registers only one block would fit per SM, and a 2560-row weight's 160 blocks
-   would run as 1.2 waves on 132 SMs. */
+   would run as 1.2 waves on 132 SMs. (KW = 16 is chosen only where the blocks fit the SMs one
+   each: mc_gemm_mma_warps.) */
 template <int RT, int KW, bool XF32, int EPI>
 __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
     gemm_mma_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
@@ -117,8 +131,14 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
                     void *__restrict__ Y /* [R][ldy] fp32 (EPI_Y) or bf16 */, int64_t ldy, int R,
                     int rows, int cols) {
   pdl_trigger();
-  __shared__ float part[KW][RT * 8][17]; /* [warp][row of X][fragment row], padded against bank
-                                            conflicts */
+  float(*part)[RT * 8][17]; /* [KW][row of X][fragment row] */
+  if constexpr (KW <= 8) {
+    __shared__ float part_static[KW][RT * 8][17];
+    part = part_static;
+  } else {
+    extern __shared__ float part_mem[]; /* part_bytes<RT, KW>() */
+    part = reinterpret_cast<float(*)[RT * 8][17]>(part_mem);
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int nsteps = (cols + 31) / 32;
   const int outs = EPI == EPI_SWIGLU ? rows / 2 : rows;     /* Y's columns */
@@ -224,14 +244,34 @@ __global__ void __launch_bounds__(KW * 32, 512 / (KW * 32))
   }
 }
 
+/* The instance's dynamic shared memory allowed past the default 48 KiB where it needs it, once
+   per instance (the attribute is the function's, not the launch's). A refusal is not checked
+   here: the launch then fails, and the caller's cudaGetLastError reports it. */
+template <int RT, int KW, bool XF32, int EPI>
+void allow_smem() {
+  constexpr size_t bytes = dynamic_bytes<RT, KW>();
+  static const cudaError_t e =
+      bytes <= 48 * 1024
+          ? cudaSuccess
+          : cudaFuncSetAttribute(gemm_mma_kernel<RT, KW, XF32, EPI>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  (void)e;
+}
+
 template <int RT, int KW, int EPI>
 void launch(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ldy, int R, int rows,
             int cols, cudaStream_t s) {
   const dim3 grid((unsigned)((rows + 15) / 16)), block(KW * 32); /* swiglu: rows / 2 / 8 */
-  if (x_f32)
-    pdl_launch(gemm_mma_kernel<RT, KW, true, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
-  else
-    pdl_launch(gemm_mma_kernel<RT, KW, false, EPI>, grid, block, 0, s, W, X, Y, ldy, R, rows, cols);
+  constexpr size_t smem = dynamic_bytes<RT, KW>();
+  if (x_f32) {
+    allow_smem<RT, KW, true, EPI>();
+    pdl_launch(gemm_mma_kernel<RT, KW, true, EPI>, grid, block, smem, s, W, X, Y, ldy, R, rows,
+               cols);
+  } else {
+    allow_smem<RT, KW, false, EPI>();
+    pdl_launch(gemm_mma_kernel<RT, KW, false, EPI>, grid, block, smem, s, W, X, Y, ldy, R, rows,
+               cols);
+  }
 }
 
 template <int KW, int EPI>
@@ -257,8 +297,10 @@ void launch_epi(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ld
                 int cols, int kw, cudaStream_t s) {
   if (kw == 4)
     launch_kw<4, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
-  else
+  else if (kw == 8)
     launch_kw<8, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
+  else
+    launch_kw<16, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
 }
 
 /* sm_80 or later (mma.sync with bf16), read once per device */
@@ -275,7 +317,8 @@ bool device_has_mma() {
 extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy,
                            int R, int64_t rows, int64_t cols, int kw, void *stream) {
   static const bool has_mma = device_has_mma();
-  if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) || (kw != 4 && kw != 8))
+  if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) ||
+      (kw != 4 && kw != 8 && kw != 16))
     return -2;
   launch_epi<EPI_Y>(W, X, x_f32, Y, ldy, R, (int)rows, (int)cols, kw,
                     static_cast<cudaStream_t>(stream));
@@ -286,7 +329,8 @@ extern "C" int mc_gemm_mma_act(const uint16_t *W, const void *X, int x_f32, uint
                                int64_t lda, int R, int64_t rows, int64_t cols, int act, int kw,
                                void *stream) {
   static const bool has_mma = device_has_mma();
-  if (!has_mma || !mc_gemm_mma_act_supported(W, X, R, rows, cols, lda, act) || (kw != 4 && kw != 8))
+  if (!has_mma || !mc_gemm_mma_act_supported(W, X, R, rows, cols, lda, act) ||
+      (kw != 4 && kw != 8 && kw != 16))
     return -2;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (act == MC_GEMM_MMA_ACT_SWIGLU)

@@ -40,10 +40,18 @@ extern "C" {
 
 #define MC_GEMM_MMA_MAX_R 64
 
-/* KW for a weight of `rows` rows on a device of `sms` multiprocessors: 4 when the 16-row blocks
- * alone give every SM at least 4 of them (they are then resident together and keep the bytes in
- * flight), else 8. A function of the weight and the device only, never of R. */
-int mc_gemm_mma_warps(int64_t rows, int sms);
+/* The 32-k steps of W a warp loads in one round (the first round is loaded before the kernel
+ * waits for the previous one: cuda_pdl.h). */
+#define MC_GEMM_MMA_PREFETCH 4
+
+/* KW for a weight of `rows` rows and `cols` columns on a device of `sms` multiprocessors: 4 when
+ * the 16-row blocks alone give every SM at least 4 of them (they are then resident together and
+ * keep the bytes in flight); 16 when the blocks fit on the SMs one each and 8 warps would need a
+ * second round of W (cols > 32 x 8 x MC_GEMM_MMA_PREFETCH): the second round is read after the
+ * wait, on the step's critical path (the Mamba-2 fixture's MLP down projection, 320 x 1920 on 20
+ * blocks, added 3.7-4.0 us to a step against 1.5-2.1 for its other GEMMs: H100, session 34,
+ * tests/gpu/kernel_trace.c); else 8. A function of the weight and the device only, never of R. */
+int mc_gemm_mma_warps(int64_t rows, int64_t cols, int sms);
 
 /* Whether a bf16 model whose GEMMs read gemm_bytes of weights a step uses this kernel (1) or
  * cuBLAS (0): this kernel when gemm_bytes <= MC_GEMM_MMA_MODEL_BYTES. Measured on an H100
@@ -76,9 +84,10 @@ int mc_gemm_mma_row_tiles(int R);
 
 #ifdef RSSM_HAVE_CUDA
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched). W bf16 bits [rows][cols]; X bf16
- * bits (x_f32 = 0) or fp32 (x_f32 = 1) [R][cols]; Y fp32 [R][ldy]. kw: 4 or 8 (mc_gemm_mma_warps).
- * Launched with pdl_launch (cuda_pdl.h). Returns 0, -1 on a launch error, -2 when the arguments
- * are not supported (mc_gemm_mma_supported, or kw not 4 or 8): nothing is launched then. */
+ * bits (x_f32 = 0) or fp32 (x_f32 = 1) [R][cols]; Y fp32 [R][ldy]. kw: 4, 8 or 16
+ * (mc_gemm_mma_warps). Launched with pdl_launch (cuda_pdl.h). Returns 0, -1 on a launch error, -2
+ * when the arguments are not supported (mc_gemm_mma_supported, or kw not 4, 8 or 16): nothing is
+ * launched then. */
 int mc_gemm_mma(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
                 float *Y /* [R][ldy] */, int64_t ldy, int R, int64_t rows, int64_t cols, int kw,
                 void *stream);
@@ -91,7 +100,7 @@ int mc_gemm_mma(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols]
  * SWIGLU block takes 8 gate rows and their 8 up rows instead of 16 consecutive rows) and the
  * activation and rounding of act_bf16_kernel (mc_fused.cu): the bits of mc_gemm_mma followed by
  * mc_relu2_bf16 / mc_swiglu_bf16, which gpu_check_gemm_lab checks. Rows R.. of A are not written.
- * Returns as mc_gemm_mma (-2: mc_gemm_mma_act_supported refuses, or kw not 4 or 8). */
+ * Returns as mc_gemm_mma (-2: mc_gemm_mma_act_supported refuses, or kw not 4, 8 or 16). */
 int mc_gemm_mma_act(const uint16_t *W /* [rows][cols] */, const void *X /* [R][cols] */, int x_f32,
                     uint16_t *A /* [R][lda] bf16 */, int64_t lda, int R, int64_t rows, int64_t cols,
                     int act, int kw, void *stream);

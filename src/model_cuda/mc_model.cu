@@ -414,7 +414,7 @@ int ssm_join(mc_batch *b) {
  * launch error, -2 when the kernel does not take the shape (nothing launched: cuBLAS then). */
 int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,
              float *Y /* [Rpad][ldy] */, int64_t ldy) {
-  const int kw = mc_gemm_mma_warps(rows, b->g->sms), R = b->RT;
+  const int kw = mc_gemm_mma_warps(rows, cols, b->g->sms), R = b->RT;
   const size_t xsize = x_f32 ? sizeof(float) : sizeof(uint16_t);
   if (!mc_gemm_mma_supported(W, X, R < MC_GEMM_MMA_MAX_R ? R : MC_GEMM_MMA_MAX_R, rows, cols, ldy))
     return -2;
@@ -446,7 +446,7 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
     return -2;
   return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0,
                          reinterpret_cast<uint16_t *>(b->xb_act), w->out_cols, R, w->in_rows, H,
-                         act, mc_gemm_mma_warps(w->in_rows, b->g->sms), b->stream) != 0
+                         act, mc_gemm_mma_warps(w->in_rows, H, b->g->sms), b->stream) != 0
              ? -1
              : 0;
 }

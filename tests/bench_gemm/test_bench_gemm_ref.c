@@ -112,15 +112,25 @@ Test(gemm_lab_ref, bounds_are_meaningful) {
 }
 
 /* The tensor-core kernel's host-side choices (mc_gemm_mma.h): 4 warps a block only when the
- * 16-row blocks give every SM at least 4 (the 4B shapes' large weights), else 8 (the tiny
- * models); the shapes it refuses (the runtime then calls cuBLAS). */
+ * 16-row blocks give every SM at least 4 (the 4B shapes' large weights), 16 when the blocks fit
+ * the SMs one each and 8 warps would load W in two rounds (the Mamba-2 fixture's MLP down
+ * projection, 320 x 1920), else 8 (the tiny models); the shapes it refuses (the runtime then
+ * calls cuBLAS). */
 Test(gemm_mma, warps_and_supported_shapes) {
-  cr_assert_eq(mc_gemm_mma_warps(18432, 132), 4);    /* 1152 blocks >= 528 */
-  cr_assert_eq(mc_gemm_mma_warps(16 * 528, 132), 4); /* exactly 4 per SM */
-  cr_assert_eq(mc_gemm_mma_warps(16 * 528 - 16, 132), 8);
-  cr_assert_eq(mc_gemm_mma_warps(2560, 132), 8); /* 160 blocks */
-  cr_assert_eq(mc_gemm_mma_warps(256, 132), 8);
-  cr_assert_eq(mc_gemm_mma_warps(18432, 0), 8); /* no device figure: the wider block */
+  cr_assert_eq(mc_gemm_mma_warps(18432, 2560, 132), 4);    /* 1152 blocks >= 528 */
+  cr_assert_eq(mc_gemm_mma_warps(16 * 528, 9728, 132), 4); /* exactly 4 per SM, long rows */
+  cr_assert_eq(mc_gemm_mma_warps(16 * 528 - 16, 320, 132), 8);
+  cr_assert_eq(mc_gemm_mma_warps(2560, 320, 132), 8); /* 160 blocks */
+  cr_assert_eq(mc_gemm_mma_warps(256, 320, 132), 8);
+  cr_assert_eq(mc_gemm_mma_warps(18432, 320, 0), 8); /* no device figure: the wider block */
+  /* one round of W with 8 warps up to 32 steps of 32 k; past that 16 warps where the blocks fit */
+  cr_assert_eq(mc_gemm_mma_warps(320, 32 * 8 * MC_GEMM_MMA_PREFETCH, 132), 8);
+  cr_assert_eq(mc_gemm_mma_warps(320, 32 * 8 * MC_GEMM_MMA_PREFETCH + 8, 132), 16);
+  cr_assert_eq(mc_gemm_mma_warps(320, 1920, 132), 16);   /* the Mamba-2 fixture's down projection */
+  cr_assert_eq(mc_gemm_mma_warps(256, 768, 132), 8);     /* the GDN fixture's: one round */
+  cr_assert_eq(mc_gemm_mma_warps(16 * 132, 1920, 132), 16);
+  cr_assert_eq(mc_gemm_mma_warps(16 * 133, 1920, 132), 8); /* more blocks than SMs */
+  cr_assert_eq(mc_gemm_mma_warps(320, 1920, 0), 8);
   /* which bf16 models use it: the fixture models (~15 MB of GEMM weights), not the 4B shapes */
   cr_assert(mc_gemm_mma_for_model(14600000));
   cr_assert(mc_gemm_mma_for_model(MC_GEMM_MMA_MODEL_BYTES));

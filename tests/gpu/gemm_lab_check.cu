@@ -9,7 +9,7 @@
  * odd ones: cols not a multiple of 8 (nor of 4), one column, fewer chunks than lanes, rows not a
  * multiple of a block's 8 weight rows, a single weight row. Row counts: every R = 1..64 for the
  * small shapes; 1, 7, 16, 17, 33, 63, 64 for the 4B ones. Both precisions; variant 0 on tiles of
- * 16 and 64; variants 4 and 5 (mma4, mma8: bf16, shapes with cols % 8 == 0, within
+ * 16 and 64; variants 4, 5 and 6 (mma4, mma8, mma16: bf16, shapes with cols % 8 == 0, within
  * gemm_lab_bound_mma, row invariance printed); variants 1 and 3 (stream, stream4: the same order in two warp shapes);
  * variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty trailing ranges allowed) and 7
  * (when the shape has 7 x 32 chunks). Then mc_gemm_mma_act (an MLP's input projection with its SwiGLU or ReLU^2 and the
@@ -110,7 +110,7 @@ static int check_act(const char *what, int act, long long outs, long long cols, 
             cudaMemcpy(Xb, hxb.data(), hxb.size() * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
             cudaMemcpy(X, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess;
   std::vector<uint16_t> got((size_t)(Rmax * outs)), want((size_t)(Rmax * outs));
-  for (int kw = 4; ok && kw <= 8; kw += 4)
+  for (int kw = 4; ok && kw <= 16; kw *= 2)
     for (int xf = 0; ok && xf < 2; xf++) {
       uint64_t bits = GEMM_CHECK_FNV_BASIS; /* every R's outputs, for builds to compare */
       for (int R : Rs) {
@@ -169,7 +169,8 @@ int main() {
       struct { int v, tile, nsplit; } runs[] = {
           {GEMM_LAB_CUBLAS, 16, 1}, {GEMM_LAB_CUBLAS, 64, 1}, {GEMM_LAB_STREAM, 16, 1}, {GEMM_LAB_STREAM4, 16, 1},
           {GEMM_LAB_SPLITK, 16, gemm_lab_splits(s.rows, s.cols, p, sms)}, {GEMM_LAB_SPLITK, 16, 3},
-          {GEMM_LAB_SPLITK, 16, 7}, {GEMM_LAB_MMA4, 16, 1}, {GEMM_LAB_MMA8, 16, 1}};
+          {GEMM_LAB_SPLITK, 16, 7}, {GEMM_LAB_MMA4, 16, 1}, {GEMM_LAB_MMA8, 16, 1},
+          {GEMM_LAB_MMA16, 16, 1}};
       for (const auto &run : runs) {
         if (run.v == GEMM_LAB_SPLITK && run.nsplit == 7 && nchunks < 32LL * 7) continue;
         /* the tensor-core kernel: bf16 only, whole 16-byte rows (cols % 8 == 0) */
