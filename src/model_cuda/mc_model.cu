@@ -51,6 +51,18 @@ int gemm_kernel_choice(int64_t gemm_bytes) {
   return mc_gemm_mma_for_model(gemm_bytes);
 }
 
+/* The tensor-core kernel's warps a block for a weight (mc_gemm_mma_warps); RSSM_GEMM_MMA16=0
+ * keeps 8 where the rule picks 16, as before session 34 (an A/B switch; other bits for those
+ * GEMMs; read once, so every launch of a run and of its graphs is alike). */
+int gemm_mma_warps(int64_t rows, int64_t cols, int sms) {
+  static const bool no16 = [] {
+    const char *v = getenv("RSSM_GEMM_MMA16");
+    return v && strcmp(v, "0") == 0;
+  }();
+  const int kw = mc_gemm_mma_warps(rows, cols, sms);
+  return kw == 16 && no16 ? 8 : kw;
+}
+
 /* A device array filled from up to four host pieces laid end to end ([n0 | n1 | n2 | n3]). */
 float *upload(mc_model *g, const float *p0, int64_t n0, const float *p1 = nullptr, int64_t n1 = 0,
               const float *p2 = nullptr, int64_t n2 = 0, const float *p3 = nullptr,
@@ -414,7 +426,7 @@ int ssm_join(mc_batch *b) {
  * launch error, -2 when the kernel does not take the shape (nothing launched: cuBLAS then). */
 int gemm_mma(mc_batch *b, const void *W, int64_t rows, int64_t cols, const void *X, int x_f32,
              float *Y /* [Rpad][ldy] */, int64_t ldy) {
-  const int kw = mc_gemm_mma_warps(rows, cols, b->g->sms), R = b->RT;
+  const int kw = gemm_mma_warps(rows, cols, b->g->sms), R = b->RT;
   const size_t xsize = x_f32 ? sizeof(float) : sizeof(uint16_t);
   if (!mc_gemm_mma_supported(W, X, R < MC_GEMM_MMA_MAX_R ? R : MC_GEMM_MMA_MAX_R, rows, cols, ldy))
     return -2;
@@ -446,7 +458,7 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
     return -2;
   return mc_gemm_mma_act(static_cast<const uint16_t *>(w->w_in), b->xb, 0,
                          reinterpret_cast<uint16_t *>(b->xb_act), w->out_cols, R, w->in_rows, H,
-                         act, mc_gemm_mma_warps(w->in_rows, H, b->g->sms), b->stream) != 0
+                         act, gemm_mma_warps(w->in_rows, H, b->g->sms), b->stream) != 0
              ? -1
              : 0;
 }
