@@ -6,7 +6,7 @@
 # Gives: $W (outputs), $B (the bundle's binaries, unpacked from .devrun.txz, with
 # LD_LIBRARY_PATH set to its libraries and CUDA's), left (seconds left), stamp MSG (a timed line
 # into $W/stamps.txt and stdout), pack (call.tgz, and e2e.csv beside it when there is one),
-# e2e_fixture / e2e_shape (issue 18's bench e2e runs) and gpu_session_run (every GPU check),
+# e2e_fixture / e2e_shape / e2e_trace (issue 18's bench e2e runs) and gpu_session_run (every GPU check),
 # below; writes the GPU's name into $W/gpu.txt.
 : "${OUT:?set OUT}"
 T0=$(date +%s)
@@ -50,4 +50,17 @@ gpu_session_run() {
     cp "$W/gs/$n.log" "$W/failed/" 2>/dev/null
   done
   rm -rf "$W/gs"
+}
+# e2e_trace REPLAYSSM MODEL LABEL: one bench e2e of the fixture (as e2e_fixture, no transformers)
+# under tests/gpu/kernel_trace.c (.devrun/lib/librssm_kernel_trace.so, with libcupti.so.13
+# beside it), the graph's timeline into $W/trace-LABEL.txt (tests/gpu/kernel_trace.py; the raw
+# CSV dropped: the return limit); stamps the step's sum.
+e2e_trace() {
+  CUDA_INJECTION64_PATH=$PWD/.devrun/lib/librssm_kernel_trace.so RSSM_TRACE_OUT=$W/trace-$3.csv \
+    timeout 60 "$1" bench e2e --model "data/models/$2" --streams 16 --steps 64 --warmup 8 \
+    --gemm bf16 --configs 'conventional state=fp32' --label "trace-$3" --out "$W/e2e-trace.csv" \
+    >> "$W/e2e.log" 2>&1
+  python3 tests/gpu/kernel_trace.py "$W/trace-$3.csv" > "$W/trace-$3.txt" 2>&1
+  stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
+  rm -f "$W/trace-$3.csv"
 }

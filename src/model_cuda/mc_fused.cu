@@ -110,13 +110,17 @@ __global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
   if (c >= C) return;
   const int64_t d_inner = (int64_t)Hm * P;
   const float *xr = zx + r * in_rows + d_inner; /* [C]: the conv's input slice (x, B, C) */
+  /* an x channel's step-size inputs loaded with the conv's, before its stores (which the
+     compiler must assume may alias them): one L2 round trip rather than two */
+  const int h = c < d_inner ? (int)(c / P) : 0;
+  const float dt = c < d_inner ? zx[r * in_rows + d_inner + C + h] : 0.0f;
+  const float dtb = c < d_inner ? dt_bias[h] : 0.0f, alog = c < d_inner ? A_log[h] : 0.0f;
+  const int p = c < d_inner ? pos[r] : 0;
   const float x = conv_step_channel(win + (int64_t)r * (K - 1) * C, xr[c], cw, cb, c, C, K);
   cv[r * C + c] = x;
   if (c < d_inner) {
-    const int h = (int)(c / P);
-    const float delta =
-        mamba2_delta(zx[r * in_rows + d_inner + C + h], dt_bias[h], pos[r], dt_lo, dt_hi);
-    if (c % P == 0) alpha[(int64_t)r * Hm + h] = mamba2_alpha(delta, A_log[h]);
+    const float delta = mamba2_delta(dt, dtb, p, dt_lo, dt_hi);
+    if (c % P == 0) alpha[(int64_t)r * Hm + h] = mamba2_alpha(delta, alog);
     v[r * d_inner + c] = delta * x;
   } else if (c < d_inner + gn) {
     Bm[r * gn + c - d_inner] = x;

@@ -97,9 +97,10 @@ __device__ __forceinline__ float sum_warps(const float (*part)[ROWS][17] /* [KW]
 }
 
 /* The block's shared memory: the warps' partial sums, [KW][8 RT][17] floats (padded against
-   bank conflicts). Static up to 8 warps; dynamic at 16 (at RT = 8 it is 68 KiB, past the static
-   48). Not dynamic throughout: that took ~0.08 us a GEMM more on the GDN fixture's 33 (H100,
-   session 34 call 5: 0.2246 ms a step against 0.2221). */
+   bank conflicts). Static up to 8 warps, as before session 34; dynamic at 16, where at RT = 8 it
+   is 68 KiB, past the static 48. (Session 34's call 5 ran a build with them dynamic throughout
+   and the GDN fixture's step, none of whose GEMMs takes 16 warps, came out 2.5 us slower; the
+   cause is not settled: docs/gpu-results.md "Session 34".) */
 template <int RT, int KW>
 constexpr size_t part_bytes() {
   return (size_t)KW * RT * 8 * 17 * 4;

@@ -95,14 +95,19 @@ __device__ inline int slot_of(const dev_state &d, int base, int j) { return (bas
  * for an inactive row (act 0) or a misuse (a spec state, or drafts pending: *misuse set for the
  * caller to count), else FLAG_FLUSH for conventional and for replay at h + 1 == L, else
  * FLAG_NONFLUSH. */
-__device__ inline int step_flag_of(const dev_state &d, int act, int b, bool *misuse) {
+__device__ inline int step_flag_from(const dev_state &d, int act, int pending, int h, bool *misuse) {
   *misuse = false;
   if (!act) return FLAG_IDLE;
-  if (d.spec || d.pending[b] != 0) {
+  if (d.spec || pending != 0) {
     *misuse = true;
     return FLAG_IDLE;
   }
-  return d.conventional ? FLAG_FLUSH : (d.h[b] + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
+  return d.conventional ? FLAG_FLUSH : (h + 1 == d.L ? FLAG_FLUSH : FLAG_NONFLUSH);
+}
+/* The same from the row's d.pending[b] and d.h[b] (plan_kernel; mat4_kernel loads them itself,
+ * in one batch with the rest it needs, and calls step_flag_from). */
+__device__ inline int step_flag_of(const dev_state &d, int act, int b, bool *misuse) {
+  return step_flag_from(d, act, act ? d.pending[b] : 0, act && !d.conventional ? d.h[b] : 0, misuse);
 }
 
 /* The conventional step in one launch (issue 18; the default, RSSM_FUSED_STEP=0 turns it off:

@@ -277,14 +277,22 @@ __global__ void __launch_bounds__(256, 2)
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int hd = blockIdx.x, b = blockIdx.y;
+  /* The row's ring position, and with fz.on the plan's inputs, loaded in one batch before any
+     decision: behind the decision's branches and head 0's stores below (which the compiler must
+     assume may alias them) they were a chain of three or four L2 round trips before the first
+     staging load (session 34: mat4 adds 7-9 us to a fixture step, tests/gpu/kernel_trace.c).
+     Nothing in this kernel writes d.h, d.base, d.pending or fz.active. */
+  const int h = d.h[b], base = d.base[b];
+  const int pending = fz.on ? d.pending[b] : 0;
+  const int act = !fz.on || !fz.active || fz.active[b] != 0;
   if (fz.on) {
     /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block. Every
-       thread decides for itself from the same reads (nothing here writes what step_flag_of
+       thread decides for itself from the same reads (nothing here writes what step_flag_from
        reads), rather than through a static __shared__ flag: static shared memory lowers the
        dynamic maximum below the opt-in limit raise_smem_mat sets, and the attribute call failed
        (H100, 2026-12-07, session 33 call 1). */
     bool misuse;
-    const int fl = step_flag_of(d, fz.active ? fz.active[b] != 0 : 1, b, &misuse);
+    const int fl = step_flag_from(d, act, pending, h, &misuse);
     if (threadIdx.x == 0 && hd == 0) {
       if (misuse) d.misuse[b]++;
       if (fl != FLAG_IDLE) d.flushed[b] = 0; /* the CPU clears it at every accepted call */
@@ -296,7 +304,6 @@ __global__ void __launch_bounds__(256, 2)
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nthr = blockDim.x;
   const int H = d.H, dv = d.dv, dk = d.dk, G = d.G, g = hd / d.hpg, cap = d.cap;
-  const int h = d.h[b], base = d.base[b];
   const int n = op == OP_STEP ? h + 1 : h;
   int rf; /* recompute_from of ssm_step.c, as mat2_kernel */
   if (d.conventional) rf = 1;

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Prepared at the end of session 34 for the next session's first call (issue 18), on the build of
-# session 34's last code, which has not run on a GPU: the tensor-core GEMM's partial sums back in
+# session 34's last code, which has not run on a GPU: mat4 (the fused fp32 SSM step) and the
+# Mamba-2 conv + prep loading their inputs in one batch (the same bits; fewer L2 round trips
+# before their first use), the tensor-core GEMM's partial sums back in
 # static shared memory up to 8 warps (dynamic only at 16: call 5 had them dynamic throughout and
 # the GDN fixture's step came out 2.5 us slower, cause not settled), and the two A/B switches
 # RSSM_ATTN_FULL_GRID=1 (the attention grid over all nsplit splits) and RSSM_GEMM_MMA16=0 (8 warps
 # where the rule picks 16).
 # (1) tests/gpu/gpu_session.sh: every GPU check on this code;
 # (2) bench e2e bf16 K = 16 per fixture, three rounds of: default, full grid, no mma16, both
-#     (both = the launches of 600c0ad): which of session 34's changes gain and which cost;
+#     (both = the launches of 600c0ad): which of session 34's changes gain and which cost; and,
+#     when the bundle has .devrun/old/replayssm (a build of 600c0ad: session 34's workspace has
+#     it), that build first in each round: old against both is the batched loads alone;
 # (3) the default's kernel timelines (tests/gpu/kernel_trace.c);
 # (4) transformers twice per fixture after a default run (the same-call ratio for the 40x bar).
 # Build: BUILD_DIR=build bash scripts/setup.sh (a CUDA build), then the bundle as in
@@ -23,6 +27,7 @@ gpu_session_run 200
 pack
 for rep in 1 2 3; do
   for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
+    [ -x .devrun/old/replayssm ] && e2e_fixture .devrun/old/replayssm $m old-$m-$rep
     e2e_fixture $B/replayssm $m default-$m-$rep
     RSSM_ATTN_FULL_GRID=1 e2e_fixture $B/replayssm $m fullgrid-$m-$rep
     RSSM_GEMM_MMA16=0 e2e_fixture $B/replayssm $m nomma16-$m-$rep
@@ -30,14 +35,7 @@ for rep in 1 2 3; do
   done
 done
 pack
-for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
-  CUDA_INJECTION64_PATH=$PWD/.devrun/lib/librssm_kernel_trace.so RSSM_TRACE_OUT=$W/trace-$m.csv \
-    timeout 60 $B/replayssm bench e2e --model data/models/$m --streams 16 --steps 64 --warmup 8 --gemm bf16 \
-    --configs 'conventional state=fp32' --label trace-$m --out "$W/e2e-trace.csv" >> "$W/e2e.log" 2>&1
-  python3 tests/gpu/kernel_trace.py $W/trace-$m.csv > $W/trace-$m.txt 2>&1
-  stamp "trace $m: $(grep '^step' $W/trace-$m.txt)"
-  rm -f $W/trace-$m.csv
-done
+for m in nemotronh-m2-tiny qwen35-gdn-tiny; do e2e_trace $B/replayssm $m $m; done
 pack
 for rep in 1 2; do
   for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
