@@ -39,6 +39,27 @@ __device__ inline float dot8_lane(const float *a, const float *b, int64_t n, int
   return s;
 }
 
+/* The first NORM_W_REGS weights a thread of rmsnorm_group scales by (elements threadIdx.x +
+ * k blockDim.x, k < NORM_W_REGS; 0 past gs or without weights), which a norm kernel loads before
+ * it waits for the previous kernel (cuda_pdl.h: weights are never written during a decode). In
+ * rmsnorm_group's last loop, behind its barriers, they were an L2 round trip of their own on the
+ * step's critical path (session 34: a norm added 2.2-3.7 us to a fixture step, a GEMM with one
+ * round trip after its wait 1.5-2.3). Enough for a group of 512 at 128 threads; further elements
+ * read the weight as before. */
+constexpr int NORM_W_REGS = 4;
+struct norm_w {
+  float v[NORM_W_REGS];
+};
+__device__ inline norm_w load_norm_w(const float *wg /* [gs] or NULL */, int gs) {
+  norm_w r;
+#pragma unroll
+  for (int k = 0; k < NORM_W_REGS; k++) {
+    const int i = threadIdx.x + k * blockDim.x;
+    r.v[k] = wg && i < gs ? wg[i] : 0.0f;
+  }
+  return r;
+}
+
 /* One block normalises one group of gs floats (rmsnorm_kernel, and the fused add + norm of
  * mc_fused.cu, so that both compute the same bits): threads 0..7 make dot_f32's partial sums,
  * thread 0 the scale 1 / sqrt(sum / gs + eps), then every thread scales its elements,
@@ -46,11 +67,13 @@ __device__ inline float dot8_lane(const float *a, const float *b, int64_t n, int
  *   y = y * silu(z)                        (z not NULL: the GDN output gate, mul_silu's),
  * and writes y, and yb = bf16(y) rounded to nearest even when yb is not NULL (the bf16 GEMM
  * input that f32_to_bf16 would make of y). Every thread of the block must call it. xg may be
- * the block's shared copy of the group (mc_norm_stage_bytes), made before a barrier. */
+ * the block's shared copy of the group (mc_norm_stage_bytes), made before a barrier. wp: the
+ * thread's first weights already loaded (load_norm_w of wg), or NULL; the same bits either way. */
 __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [gs] */,
                                      __nv_bfloat16 *ybg /* [gs] or NULL */, int gs,
                                      const float *wg /* [gs] or NULL */, int plus_one, float eps,
-                                     const float *zg /* [gs] or NULL */) {
+                                     const float *zg /* [gs] or NULL */,
+                                     const norm_w *wp = nullptr) {
   __shared__ float part[8];
   __shared__ float inv_s;
   if (threadIdx.x < 8) part[threadIdx.x] = dot8_lane(xg, xg, gs, threadIdx.x);
@@ -58,13 +81,21 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
   if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
   __syncthreads();
   const float inv = inv_s;
-  for (int i = threadIdx.x; i < gs; i += blockDim.x) {
+  /* element i with its weight wi: the same operations whichever way wi came */
+  auto scale_one = [&](int i, float wi) {
     float v = xg[i] * inv;
-    if (wg) v = v * (plus_one ? 1.0f + wg[i] : wg[i]);
+    if (wg) v = v * (plus_one ? 1.0f + wi : wi);
     if (zg) v = v * silu(zg[i]);
     yg[i] = v;
     if (ybg) ybg[i] = __float2bfloat16_rn(v);
+  };
+  int i = threadIdx.x;
+  if (wp) {
+#pragma unroll
+    for (int k = 0; k < NORM_W_REGS; k++, i += blockDim.x)
+      if (i < gs) scale_one(i, wp->v[k]);
   }
+  for (; i < gs; i += blockDim.x) scale_one(i, wg ? wg[i] : 0.0f);
 }
 
 /* The group a norm kernel hands to rmsnorm_group: xg copied into the block's shared copy xs

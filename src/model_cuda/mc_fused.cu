@@ -26,7 +26,9 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
                                    const int64_t *tok /* [R] or NULL */, float *u /* [R][H] */,
                                    __nv_bfloat16 *ub /* [Rpad][H] */, int R, int64_t H,
                                    const float *w /* [H] */, int plus_one, float eps, int staged) {
-  pdl_enter();
+  pdl_trigger();
+  const norm_w wp = load_norm_w(w, (int)H); /* weights before the wait (load_norm_w) */
+  pdl_wait();
   extern __shared__ float stage[]; /* [H] when staged */
   const int r = blockIdx.x;
   __nv_bfloat16 *ubr = ub ? ub + (int64_t)r * H : nullptr; /* [H] */
@@ -44,7 +46,8 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
     if (staged) stage[i] = v;
   }
   __syncthreads();
-  rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr);
+  rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr,
+                &wp);
 }
 
 /* One (group, row) per block, rows r < Rpad: mc_rmsnorm's grid with the gate and the bf16 copy
@@ -54,19 +57,21 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
                                     const float *z /* [R][ldz] or NULL */, int64_t ldz, int R,
                                     int gs, int64_t ld, const float *w, int w_per_group, float eps,
                                     int staged) {
-  pdl_enter();
-  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
+  pdl_trigger();
   const int g = blockIdx.x, r = blockIdx.y;
+  const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
+  const norm_w wp = load_norm_w(wg, gs); /* weights before the wait (load_norm_w) */
+  pdl_wait();
+  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
   __nv_bfloat16 *ybg = yb ? yb + r * ld + (int64_t)g * gs : nullptr; /* [gs] */
   if (r >= R) {
     for (int i = threadIdx.x; i < gs; i += blockDim.x) ybg[i] = __float2bfloat16_rn(0.0f);
     return;
   }
-  const float *xg = x + r * ld + (int64_t)g * gs;                          /* [gs] */
-  const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
-  const float *zg = z ? z + r * ldz + (int64_t)g * gs : nullptr;           /* [gs] */
+  const float *xg = x + r * ld + (int64_t)g * gs;                /* [gs] */
+  const float *zg = z ? z + r * ldz + (int64_t)g * gs : nullptr; /* [gs] */
   rmsnorm_group(stage_group(staged ? stage : nullptr, xg, gs), y + r * ld + (int64_t)g * gs, ybg,
-                gs, wg, 0, eps, zg);
+                gs, wg, 0, eps, zg, &wp);
 }
 
 /* act[r][i] = the activation of the block's projection (SWIGLU: swiglu_of(gu[r][i],
@@ -192,10 +197,12 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
                                         __nv_bfloat16 *tb /* [Rpad][di] or NULL */, int R, int P,
                                         int gs, int64_t di, const float *w /* [G][gs] */, float eps,
                                         int staged) {
-  pdl_enter();
-  extern __shared__ float stage[]; /* [gs] when staged (mc_norm_stage_bytes) */
+  pdl_trigger();
   const int g = blockIdx.x, r = blockIdx.y;
   const int64_t g0 = (int64_t)g * gs;
+  const norm_w wp = load_norm_w(w + g0, gs); /* weights before the wait (load_norm_w) */
+  pdl_wait();
+  extern __shared__ float stage[];                      /* [gs] when staged (mc_norm_stage_bytes) */
   __nv_bfloat16 *tbg = tb ? tb + r * di + g0 : nullptr; /* [gs] */
   if (r >= R) {
     for (int i = threadIdx.x; i < gs; i += blockDim.x) tbg[i] = __float2bfloat16_rn(0.0f);
@@ -208,7 +215,7 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
     gated[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
   }
   __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
-  rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr);
+  rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr, &wp);
 }
 
 unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }

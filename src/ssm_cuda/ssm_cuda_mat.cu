@@ -285,6 +285,12 @@ __global__ void __launch_bounds__(256, 2)
   const int h = d.h[b], base = d.base[b];
   const int pending = fz.on ? d.pending[b] : 0;
   const int act = !fz.on || !fz.active || fz.active[b] != 0;
+  /* likewise the counters the fused step's book advances at the end (thread 0: the head's event,
+     head 0's also the row's nflush): incremented in place there, their loads were a last round
+     trip on the kernel's critical path. Only that thread of this block writes them. */
+  const bool books = fz.on && threadIdx.x == 0;
+  const uint32_t event0 = books ? d.event[(size_t)b * d.H + hd] : 0u;
+  const uint64_t nflush0 = books && hd == 0 ? d.nflush[b] : 0u;
   if (fz.on) {
     /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block. Every
        thread decides for itself from the same reads (nothing here writes what step_flag_from
@@ -443,10 +449,10 @@ __global__ void __launch_bounds__(256, 2)
   if (fz.on) {
     /* step_book_kernel's count_store, after every warp's stores have read the head's event */
     __syncthreads();
-    if (threadIdx.x == 0) {
-      d.event[mat]++;
+    if (books) {
+      d.event[mat] = event0 + 1u;
       if (hd == 0) {
-        d.nflush[b]++;
+        d.nflush[b] = nflush0 + 1u;
         d.flushed[b] = 1;
       }
     }

@@ -27,6 +27,9 @@ STEP_FILES = [
 # decode) before their pdl_wait(); each with why (cuda_pdl.h)
 WEIGHTS_BEFORE_WAIT = {
     "gemm_mma_kernel": "the first round of W streams while the previous kernel finishes",
+    "add_rmsnorm_kernel": "the norm's weights (load_norm_w) load while the previous kernel finishes",
+    "rmsnorm_gate_kernel": "the norm's weights (load_norm_w) load while the previous kernel finishes",
+    "mamba2_gate_norm_kernel": "the group's weights (load_norm_w) load while the previous kernel finishes",
 }
 
 

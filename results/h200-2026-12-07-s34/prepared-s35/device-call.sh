@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepared at the end of session 34 for the next session's first call (issue 18), on the build of
 # session 34's last code, which has not run on a GPU: mat4 (the fused fp32 SSM step) and the
-# Mamba-2 conv + prep loading their inputs in one batch (the same bits; fewer L2 round trips
-# before their first use), the tensor-core GEMM's partial sums back in
+# Mamba-2 conv + prep loading their inputs in one batch, the weighted norms their weights before
+# the PDL wait (the same bits; fewer L2 round trips on the critical path), the tensor-core GEMM's
+# partial sums back in
 # static shared memory up to 8 warps (dynamic only at 16: call 5 had them dynamic throughout and
 # the GDN fixture's step came out 2.5 us slower, cause not settled), and the two A/B switches
 # RSSM_ATTN_FULL_GRID=1 (the attention grid over all nsplit splits) and RSSM_GEMM_MMA16=0 (8 warps
