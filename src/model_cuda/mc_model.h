@@ -103,11 +103,17 @@ int mc_batch_step(mc_batch *b, const int64_t *tokens /* [K] */, const int64_t *t
 
 /* n <= MC_STEPS_MAX consecutive steps in one submission: tokens host [n][K], targets host [n][K]
  * or NULL, metrics host [n][R] or NULL (needs targets). The same steps, the same bits, as n calls
- * of mc_batch_step without logits; the n step graphs are launched back to back and the host
+ * of mc_batch_step without logits; the n steps are launched back to back and the host
  * synchronises once (mc_step_io.h: a fixture model's step is ~0.2 ms, and a synchronisation per
- * step left the GPU idle between steps). Returns as mc_batch_step; nothing runs when an input is
+ * step left the GPU idle between steps). With graphs on, as graphs of MC_GRAPH_STEPS steps each
+ * while that many are left, then one step a graph: the GPU idles between two graph launches
+ * (session 34, tests/gpu/kernel_trace.c: a step graph's first kernel added 5.9-6.1 us to the
+ * step, a kernel of its size inside a graph 1.1-1.5), while inside one graph Programmatic
+ * Dependent Launch overlaps a step's last kernel with the next step's first. The same kernels in
+ * the same order: the same bits. Returns as mc_batch_step; nothing runs when an input is
  * refused. */
 #define MC_STEPS_MAX 64
+#define MC_GRAPH_STEPS 8
 int mc_batch_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
                    const int64_t *targets /* [n][K] */, mc_row_metrics *metrics /* [n][R] */,
                    char *err, size_t errlen);
