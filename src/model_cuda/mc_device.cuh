@@ -126,6 +126,44 @@ __device__ inline float conv_step_channel(float *wr /* [K-1][C] */, float xc,
   return silu(acc);
 }
 
+/* conv_step_channel for two channels c0 and c1 of one row at once, every load of both before any
+ * store: one after the other, the second channel's loads waited behind the first's window stores
+ * (which the compiler must assume may alias them), a second L2 round trip (GDN's key heads convolve
+ * a q and a k channel per thread). Each channel's arithmetic is conv_step_channel's, in its order;
+ * K above CONV2_K_MAX takes the two calls. Writes silu(acc) of each into *y0, *y1. */
+constexpr int CONV2_K_MAX = 8;
+__device__ inline void conv_step_channel2(float *wr /* [K-1][C] */, float x0, float x1,
+                                          const float *w /* [C][K] */,
+                                          const float *bias /* [C] or NULL */, int64_t c0,
+                                          int64_t c1, int64_t C, int K, float *y0, float *y1) {
+  if (K > CONV2_K_MAX) {
+    *y0 = conv_step_channel(wr, x0, w, bias, c0, C, K);
+    *y1 = conv_step_channel(wr, x1, w, bias, c1, C, K);
+    return;
+  }
+  float w0[CONV2_K_MAX], w1[CONV2_K_MAX], s0[CONV2_K_MAX], s1[CONV2_K_MAX];
+#pragma unroll
+  for (int k = 0; k < CONV2_K_MAX; k++) {
+    if (k < K) w0[k] = w[c0 * K + k], w1[k] = w[c1 * K + k];
+    if (k < K - 1) s0[k] = wr[k * C + c0], s1[k] = wr[k * C + c1];
+  }
+  const float b0 = bias ? bias[c0] : 0.0f, b1 = bias ? bias[c1] : 0.0f;
+  float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CONV2_K_MAX; k++)
+    if (k < K - 1) a0 = a0 + w0[k] * s0[k], a1 = a1 + w1[k] * s1[k];
+#pragma unroll
+  for (int k = 0; k < CONV2_K_MAX; k++)
+    if (k == K - 1) a0 = a0 + w0[k] * x0, a1 = a1 + w1[k] * x1;
+  if (bias) a0 = a0 + b0, a1 = a1 + b1;
+#pragma unroll
+  for (int k = 0; k + 1 < CONV2_K_MAX; k++)
+    if (k + 1 < K - 1) wr[k * C + c0] = s0[k + 1], wr[k * C + c1] = s1[k + 1];
+  if (K > 1) wr[(K - 2) * C + c0] = x0, wr[(K - 2) * C + c1] = x1;
+  *y0 = silu(a0);
+  *y1 = silu(a1);
+}
+
 /* Mamba-2's step size of head h, delta = softplus(dt + dt_bias) (clamped to the time-step limit
  * at prompt positions: rssm_dt_limit_at), and its decay alpha = exp(delta * -exp(A_log)), as
  * layer_mamba2.c (mamba2_prep_kernel and the fused conv + prep). */

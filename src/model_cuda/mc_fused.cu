@@ -161,8 +161,8 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
     const bool staged = stage_qk != 0;           /* dk <= QK_STAGE_MAX: the launcher's check */
     float *qs = staged ? qk_stage : cvr + q0, *ks = staged ? qk_stage + dk : cvr + k0; /* [dk] */
     for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-      const float qc = conv_step_channel(wr, xr[q0 + i], cw, nullptr, q0 + i, C, K);
-      const float kc = conv_step_channel(wr, xr[k0 + i], cw, nullptr, k0 + i, C, K);
+      float qc, kc; /* both channels' loads before either's stores: conv_step_channel2 */
+      conv_step_channel2(wr, xr[q0 + i], xr[k0 + i], cw, nullptr, q0 + i, k0 + i, C, K, &qc, &kc);
       cvr[q0 + i] = qc;
       cvr[k0 + i] = kc;
       if (staged) {
