@@ -87,8 +87,9 @@ int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t budget);
 int64_t mc_batch_ctx_fit(const mc_model *g, int R, int64_t budget);
 /* Free and total device memory now (cudaMemGetInfo): 0, or -1 when the call failed. */
 int mc_device_mem(int64_t *free_b, int64_t *total_b);
-/* Replay each step from a CUDA Graph captured at the first step (on = 1) or launch it kernel by
- * kernel (0, the default until gpu_check_mc_forward has shown both give the same bits).
+/* Replay steps from CUDA Graphs (on = 1: a graph of one step, and for mc_batch_steps one of
+ * MC_GRAPH_STEPS steps, each captured at its first use) or launch them kernel by kernel (0, the
+ * default until gpu_check_mc_forward has shown both give the same bits).
  * The run engine and `logits` turn it on unless RSSM_CUDA_GRAPH=0. */
 void mc_batch_use_graph(mc_batch *b, int on);
 int64_t mc_batch_pos(const mc_batch *b);
