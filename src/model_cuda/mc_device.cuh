@@ -15,7 +15,9 @@
 
 namespace mc {
 
-__device__ inline float silu(float x) { return x / (1.0f + expf(-x)); }
+/* silu and the conv steps below are __host__ __device__ so that a host test
+ * (tests/model/test_conv_step2.cu) can hold conv_step_channel2 to conv_step_channel bit for bit. */
+__host__ __device__ inline float silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 /* The MLP activations (swiglu_kernel, relu2_kernel and their fused bf16 forms, mc_fused.cu). */
@@ -113,10 +115,10 @@ __device__ inline const float *stage_group(float *xs /* [gs] shared, or NULL */,
  * conv + prep kernels of mc_fused.cu, so that both compute the same bits): the K taps over the
  * row's window and the new input xc, then the bias, then SiLU; the window is shifted by one with
  * xc appended. The channel's window column is private to its thread. Returns silu(acc). */
-__device__ inline float conv_step_channel(float *wr /* [K-1][C] */, float xc,
-                                          const float *w /* [C][K] */,
-                                          const float *bias /* [C] or NULL */, int64_t c,
-                                          int64_t C, int K) {
+__host__ __device__ inline float conv_step_channel(float *wr /* [K-1][C] */, float xc,
+                                                   const float *w /* [C][K] */,
+                                                   const float *bias /* [C] or NULL */, int64_t c,
+                                                   int64_t C, int K) {
   float acc = 0.0f;
   for (int k = 0; k < K - 1; k++) acc = acc + w[c * K + k] * wr[k * C + c];
   acc = acc + w[c * K + K - 1] * xc;
@@ -132,31 +134,39 @@ __device__ inline float conv_step_channel(float *wr /* [K-1][C] */, float xc,
  * a q and a k channel per thread). Each channel's arithmetic is conv_step_channel's, in its order;
  * K above CONV2_K_MAX takes the two calls. Writes silu(acc) of each into *y0, *y1. */
 constexpr int CONV2_K_MAX = 8;
-__device__ inline void conv_step_channel2(float *wr /* [K-1][C] */, float x0, float x1,
-                                          const float *w /* [C][K] */,
-                                          const float *bias /* [C] or NULL */, int64_t c0,
-                                          int64_t c1, int64_t C, int K, float *y0, float *y1) {
+/* the device pass unrolls (the arrays stay in registers); the host pass of a __host__ __device__
+   function would warn of an unknown pragma */
+#ifdef __CUDA_ARCH__
+#define MC_UNROLL _Pragma("unroll")
+#else
+#define MC_UNROLL
+#endif
+__host__ __device__ inline void conv_step_channel2(float *wr /* [K-1][C] */, float x0, float x1,
+                                                   const float *w /* [C][K] */,
+                                                   const float *bias /* [C] or NULL */, int64_t c0,
+                                                   int64_t c1, int64_t C, int K, float *y0,
+                                                   float *y1) {
   if (K > CONV2_K_MAX) {
     *y0 = conv_step_channel(wr, x0, w, bias, c0, C, K);
     *y1 = conv_step_channel(wr, x1, w, bias, c1, C, K);
     return;
   }
   float w0[CONV2_K_MAX], w1[CONV2_K_MAX], s0[CONV2_K_MAX], s1[CONV2_K_MAX];
-#pragma unroll
+  MC_UNROLL
   for (int k = 0; k < CONV2_K_MAX; k++) {
     if (k < K) w0[k] = w[c0 * K + k], w1[k] = w[c1 * K + k];
     if (k < K - 1) s0[k] = wr[k * C + c0], s1[k] = wr[k * C + c1];
   }
   const float b0 = bias ? bias[c0] : 0.0f, b1 = bias ? bias[c1] : 0.0f;
   float a0 = 0.0f, a1 = 0.0f;
-#pragma unroll
+  MC_UNROLL
   for (int k = 0; k < CONV2_K_MAX; k++)
     if (k < K - 1) a0 = a0 + w0[k] * s0[k], a1 = a1 + w1[k] * s1[k];
-#pragma unroll
+  MC_UNROLL
   for (int k = 0; k < CONV2_K_MAX; k++)
     if (k == K - 1) a0 = a0 + w0[k] * x0, a1 = a1 + w1[k] * x1;
   if (bias) a0 = a0 + b0, a1 = a1 + b1;
-#pragma unroll
+  MC_UNROLL
   for (int k = 0; k + 1 < CONV2_K_MAX; k++)
     if (k + 1 < K - 1) wr[k * C + c0] = s0[k + 1], wr[k * C + c1] = s1[k + 1];
   if (K > 1) wr[(K - 2) * C + c0] = x0, wr[(K - 2) * C + c1] = x1;
