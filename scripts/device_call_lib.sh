@@ -51,15 +51,13 @@ gpu_session_run() {
   done
   rm -rf "$W/gs"
 }
-# e2e_trace REPLAYSSM MODEL LABEL: one bench e2e of the fixture (as e2e_fixture, no transformers)
-# under tests/gpu/kernel_trace.c (.devrun/lib/librssm_kernel_trace.so, with libcupti.so.13
-# beside it), the graph's timeline into $W/trace-LABEL.txt (tests/gpu/kernel_trace.py; the raw
-# CSV dropped: the return limit); stamps the step's sum.
+# e2e_trace REPLAYSSM MODEL LABEL: e2e_fixture's run (no transformers; label trace-LABEL) under
+# tests/gpu/kernel_trace.c (.devrun/lib/librssm_kernel_trace.so, with libcupti.so.13 beside it),
+# the graph's timeline into $W/trace-LABEL.txt (tests/gpu/kernel_trace.py; the raw CSV dropped:
+# the return limit); stamps the step's sum.
 e2e_trace() {
   CUDA_INJECTION64_PATH=$PWD/.devrun/lib/librssm_kernel_trace.so RSSM_TRACE_OUT=$W/trace-$3.csv \
-    timeout 60 "$1" bench e2e --model "data/models/$2" --streams 16 --steps 64 --warmup 8 \
-    --gemm bf16 --configs 'conventional state=fp32' --label "trace-$3" --out "$W/e2e-trace.csv" \
-    >> "$W/e2e.log" 2>&1
+    e2e_fixture "$1" "$2" "trace-$3"
   python3 tests/gpu/kernel_trace.py "$W/trace-$3.csv" > "$W/trace-$3.txt" 2>&1
   stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
   rm -f "$W/trace-$3.csv"

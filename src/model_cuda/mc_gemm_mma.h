@@ -49,7 +49,7 @@ extern "C" {
  * keep the bytes in flight); 16 when the blocks fit on the SMs one each and 8 warps would need a
  * second round of W (cols > 32 x 8 x MC_GEMM_MMA_PREFETCH): the second round is read after the
  * wait, on the step's critical path (the Mamba-2 fixture's MLP down projection, 320 x 1920 on 20
- * blocks, added 3.7-4.0 us to a step against 1.5-2.1 for its other GEMMs: H100, session 34,
+ * blocks, added 3.7-4.1 us to a step against 1.5-2.3 for its other GEMMs: H100, session 34,
  * tests/gpu/kernel_trace.c); else 8. A function of the weight and the device only, never of R. */
 int mc_gemm_mma_warps(int64_t rows, int64_t cols, int sms);
 

@@ -112,7 +112,7 @@ __device__ inline int step_flag_of(const dev_state &d, int act, int b, bool *mis
 
 /* The conventional step in one launch (issue 18; the default, RSSM_FUSED_STEP=0 turns it off:
  * ssm_cuda_api.cu's fused_step_on): mat4_kernel with `on` decides each row's plan itself
- * (step_flag_of, every thread from the same reads), writes the step's records into the ring as
+ * (step_flag_from, every thread from the same reads), writes the step's records into the ring as
  * plan_kernel does (each block its head's alpha, beta and v, the first head of a key group its k),
  * stages them from the inputs rather than the ring, and after its stores counts the store as
  * step_book_kernel does (its head's event; head 0 the row's nflush, flushed and flag). A

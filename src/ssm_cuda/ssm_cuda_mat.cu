@@ -288,8 +288,9 @@ __global__ void __launch_bounds__(256, 2)
   /* likewise the counters the fused step's book advances at the end (thread 0: the head's event,
      head 0's also the row's nflush): incremented in place there, their loads were a last round
      trip on the kernel's critical path. Only that thread of this block writes them. */
+  const size_t mat = (size_t)b * d.H + hd; /* the block's (row, head) matrix */
   const bool books = fz.on && threadIdx.x == 0;
-  const uint32_t event0 = books ? d.event[(size_t)b * d.H + hd] : 0u;
+  const uint32_t event0 = books ? d.event[mat] : 0u;
   const uint64_t nflush0 = books && hd == 0 ? d.nflush[b] : 0u;
   if (fz.on) {
     /* plan_kernel's decision for the row, written (and a misuse counted) by head 0's block. Every
@@ -315,7 +316,6 @@ __global__ void __launch_bounds__(256, 2)
   if (d.conventional) rf = 1;
   else if (d.split && d.recompute) rf = 1;
   else rf = op == OP_STEP ? n : n + 1;
-  const size_t mat = (size_t)b * H + hd;
 
   float *al = reinterpret_cast<float *>(smem);          /* [cap]     record alphas */
   float *bt = al + cap;                                 /* [cap]     GDN betas */

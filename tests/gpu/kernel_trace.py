@@ -13,6 +13,7 @@ then the step (the sum of adds) and the adds summed by kernel name.
 """
 import argparse
 import csv
+import os
 import re
 import shutil
 import statistics
@@ -41,7 +42,7 @@ def short(name):
 def demangle(names):
     """CUPTI's mangled names through c++filt or the CUDA toolkit's cu++filt where one is found."""
     tool = shutil.which("c++filt") or shutil.which("cu++filt") or (
-        "/usr/local/cuda/bin/cu++filt" if shutil.os.path.exists("/usr/local/cuda/bin/cu++filt") else None)
+        "/usr/local/cuda/bin/cu++filt" if os.path.exists("/usr/local/cuda/bin/cu++filt") else None)
     if not tool or not names:
         return {n: n for n in names}
     out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True).stdout

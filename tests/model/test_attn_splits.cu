@@ -1,0 +1,31 @@
+/* splits_launched (src/model_cuda/attn_lab_stream.cuh), the attention stream kernel's grid, held
+ * to its definition on the host: the most splits_used(p, nsplit) over every position p below
+ * max_ctx, for split counts 1..140 and contexts up to past MIN_SPLIT nsplit (where it reaches
+ * nsplit). A grid smaller than that would drop a split some position uses; a larger one only
+ * launches blocks that return at once. */
+#include <criterion/criterion.h>
+
+#include <stdint.h>
+
+#include "src/model_cuda/attn_lab_stream.cuh"
+
+Test(attn_splits, the_grid_is_the_most_splits_any_position_uses) {
+  int cases = 0;
+  for (int nsplit = 1; nsplit <= 140; nsplit++) {
+    int most = 0; /* max of splits_used over p < max_ctx, grown position by position */
+    const int64_t top = (int64_t)attn_lab::MIN_SPLIT * nsplit + 100;
+    for (int64_t max_ctx = 1; max_ctx <= top; max_ctx++) {
+      const int u = attn_lab::splits_used(max_ctx - 1, nsplit);
+      cr_assert(u >= 1 && u <= nsplit, "nsplit %d p %lld: splits_used %d", nsplit,
+                (long long)(max_ctx - 1), u);
+      most = u > most ? u : most;
+      cr_assert_eq(attn_lab::splits_launched(max_ctx, nsplit), most, "nsplit %d max_ctx %lld",
+                   nsplit, (long long)max_ctx);
+      cases++;
+    }
+    cr_assert_eq(most, nsplit, "nsplit %d: some position uses every split", nsplit);
+    /* far contexts (the paper's 131072) launch every split */
+    cr_assert_eq(attn_lab::splits_launched(131072, nsplit), nsplit);
+  }
+  cr_assert_gt(cases, 100000);
+}
