@@ -41,21 +41,6 @@ __host__ __device__ inline int splits_used(int64_t p, int nsplit) {
   return (int)((p + len) / len);
 }
 
-/* The splits a grid launches for positions below max_ctx: the most splits_used gives at any of
- * them. Below p = MIN_SPLIT nsplit a split is MIN_SPLIT long, so splits_used(p) = p / MIN_SPLIT
- * + 1, rising to nsplit at p = MIN_SPLIT nsplit - 1, and it never exceeds nsplit: hence
- * min(nsplit, (max_ctx - 1) / MIN_SPLIT + 1) (test_attn_splits holds it to the maximum taken
- * position by position). A block past splits_used(pos[r]) returns before it reads or writes
- * anything, so the rest were empty blocks: the same bits without them. Why: at a short context
- * nearly all were empty (the fixtures' 66 splits x 2 kv heads x 16 rows at 72 positions, of which
- * 5 splits are used: 2112 blocks where 160 work), and scheduling them took the stream kernel to
- * 7.2 us of the Mamba-2 fixture's 145 us step (H100, session 34, tests/gpu/kernel_trace.c). */
-__host__ __device__ inline int splits_launched(int64_t max_ctx, int nsplit) {
-  if (max_ctx < 1) return 1;
-  const int64_t most = (max_ctx - 1) / MIN_SPLIT + 1;
-  return most < nsplit ? (int)most : nsplit;
-}
-
 template <int D> struct Geo {
   static constexpr int F4 = D / 4;               /* float4 per row */
   static constexpr int LP = F4 < 32 ? F4 : 32;   /* lanes per position */

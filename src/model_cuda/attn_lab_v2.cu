@@ -8,9 +8,6 @@
  * flight, which is what hides the DRAM latency when occupancy is one block per SM (the register
  * arrays of REP heads cost it). Loads are ld.global.cs (streaming: every byte is read once per
  * step, nothing is worth keeping in L2). Positions are consumed in ascending order per group. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "src/model_cuda/attn_lab_stream.cuh"
 
 using namespace attn_lab;
@@ -59,20 +56,12 @@ stream_kernel(Args a) {
   acc_finish<D, REP>(A, S, group, sub, a.part_ml, a.part_acc, head0, a.nsplit, blockIdx.x);
 }
 
-/* RSSM_ATTN_FULL_GRID=1 launches all nsplit splits, as before session 34 (an A/B switch: the
-   same bits either way; read once, so a run and the graphs it captures launch alike). */
-bool full_grid() {
-  static const bool full = [] {
-    const char *v = getenv("RSSM_ATTN_FULL_GRID");
-    return v && strcmp(v, "1") == 0;
-  }();
-  return full;
-}
-
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
-  /* the splits past splits_launched would return at once */
-  const int splits = full_grid() ? a.nsplit : splits_launched(a.max_ctx, a.nsplit);
-  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)splits, (unsigned)a.nKV, (unsigned)R),
+  /* all nsplit splits, though at a short context most blocks return at once (splits_used): a
+     grid trimmed to the splits a position below max_ctx can use gave the same bits and a faster
+     stream kernel, but slower steps (session 35: 1.8 / 2.5 us on the M2 / GDN fixture steps,
+     docs/gpu-runtime.md "Attention decode") */
+  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R),
              WARPS * 32, 0, s, a);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

@@ -564,8 +564,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
                 b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
-  for (cudaGraphExec_t g : b->gexec)
-    if (g) cudaGraphExecDestroy(g);
+  if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
   if (b->stream) cudaStreamDestroy(b->stream);
   for (int j = 0; j < b->nside; j++) {
@@ -949,11 +948,10 @@ int mc_batch_build_t(mc_batch **out, const mc_model *g, const ssm_config *cfgs, 
 
 extern "C" int mc_batch_rows(const mc_batch *b) { return b->R; }
 extern "C" void mc_batch_use_graph(mc_batch *b, int on) {
-  for (cudaGraphExec_t &g : b->gexec)
-    if (!on && g) {
-      cudaGraphExecDestroy(g);
-      g = nullptr;
-    }
+  if (!on && b->gexec) {
+    cudaGraphExecDestroy(b->gexec);
+    b->gexec = nullptr;
+  }
   b->graph_on = on != 0 && !b->prof; /* profiling times launched steps only */
 }
 extern "C" int64_t mc_batch_pos(const mc_batch *b) { return b->pos; }
@@ -1209,51 +1207,37 @@ int step_io(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   return 0;
 }
 
-/* The steps of run_steps' longer graph: MC_GRAPH_STEPS, or 1 with RSSM_GRAPH_STEPS=1 (an A/B
- * switch: one step a graph, as before session 34; the same bits). Read once. */
-int graph_steps() {
-  static const int steps = [] {
-    const char *v = getenv("RSSM_GRAPH_STEPS");
-    return v && strcmp(v, "1") == 0 ? 1 : MC_GRAPH_STEPS;
-  }();
-  return steps;
-}
-
-/* Launch `steps` consecutive steps (1, or graph_steps() with graphs on): from the graph of
- * that many (captured at its first use, again when the metrics are switched on or off), or
- * kernel by kernel. */
-int launch_steps(mc_batch *b, int want, int steps, char *err, size_t errlen) {
+/* Launch one step: from the graph (captured at the first step, again when the metrics are
+ * switched on or off), or kernel by kernel. */
+int launch_step(mc_batch *b, int want, char *err, size_t errlen) {
   cudaStream_t s = b->stream;
   if (!b->graph_on) return step_io(b, want, err, errlen) != 0 ? RSSM_ERR_IO : RSSM_OK;
-  /* each step reads and writes the pinned buffers at fixed addresses and finds its slot on the
-   * device, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph), and a capture
-   * of several steps is those steps' launches in a row */
-  const int gi = steps > 1;
-  cudaGraphExec_t &gexec = b->gexec[gi];
-  if (gexec && b->graph_metrics[gi] != want) {
-    cudaGraphExecDestroy(gexec);
-    gexec = nullptr;
+  /* the step reads and writes the pinned buffers at fixed addresses and finds its slot on the
+   * device, so one capture serves every step (docs/gpu-runtime.md, CUDA Graph) */
+  if (b->gexec && b->graph_metrics != want) {
+    cudaGraphExecDestroy(b->gexec);
+    b->gexec = nullptr;
   }
-  if (!gexec) {
+  if (!b->gexec) {
     cudaGraph_t graph = nullptr;
     if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
       return rssm_fail(err, errlen, "graph capture: %s", cudaGetErrorString(cudaGetLastError())),
              RSSM_ERR_IO;
-    int lrc = 0;
-    for (int i = 0; i < steps && lrc == 0; i++) lrc = step_io(b, want, err, errlen);
+    int lrc = step_io(b, want, err, errlen);
     cudaError_t ce = cudaStreamEndCapture(s, &graph);
-    if (lrc != 0 || ce != cudaSuccess || cudaGraphInstantiate(&gexec, graph, 0) != cudaSuccess) {
+    if (lrc != 0 || ce != cudaSuccess ||
+        cudaGraphInstantiate(&b->gexec, graph, 0) != cudaSuccess) {
       if (graph) cudaGraphDestroy(graph);
-      gexec = nullptr;
+      b->gexec = nullptr;
       if (lrc == 0)
-        rssm_fail(err, errlen, "graph capture of %d step(s): %s", steps,
+        rssm_fail(err, errlen, "graph capture of the step: %s",
                   cudaGetErrorString(ce != cudaSuccess ? ce : cudaGetLastError()));
       return RSSM_ERR_IO;
     }
     cudaGraphDestroy(graph);
-    b->graph_metrics[gi] = want;
+    b->graph_metrics = want;
   }
-  if (cudaGraphLaunch(gexec, s) != cudaSuccess)
+  if (cudaGraphLaunch(b->gexec, s) != cudaSuccess)
     return rssm_fail(err, errlen, "graph launch: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
   return RSSM_OK;
@@ -1296,13 +1280,11 @@ int run_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
   if (cudaMemsetAsync(b->slot_d, 0, sizeof(int), s) != cudaSuccess)
     return rssm_fail(err, errlen, "step slot reset: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;
-  for (int i = 0; i < n;) {
+  for (int i = 0; i < n; i++) {
     struct timespec t_start = {0, 0};
     if (b->prof) clock_gettime(CLOCK_MONOTONIC, &t_start); /* profiling only: off the hot path */
-    const int steps = b->graph_on && n - i >= graph_steps() ? graph_steps() : 1;
-    const int rc = launch_steps(b, want, steps, err, errlen);
+    const int rc = launch_step(b, want, err, errlen);
     if (rc != RSSM_OK) return rc;
-    i += steps;
     if (b->prof && !b->graph_on) { /* launched steps, one at a time */
       if (cudaStreamSynchronize(s) != cudaSuccess) break;
       struct timespec t_end;

@@ -87,9 +87,8 @@ int64_t mc_batch_rows_fit(const mc_model *g, int64_t max_ctx, int64_t budget);
 int64_t mc_batch_ctx_fit(const mc_model *g, int R, int64_t budget);
 /* Free and total device memory now (cudaMemGetInfo): 0, or -1 when the call failed. */
 int mc_device_mem(int64_t *free_b, int64_t *total_b);
-/* Replay steps from CUDA Graphs (on = 1: a graph of one step, and for mc_batch_steps one of
- * MC_GRAPH_STEPS steps, each captured at its first use) or launch them kernel by kernel (0, the
- * default until gpu_check_mc_forward has shown both give the same bits).
+/* Replay each step from a CUDA Graph captured at the first step (on = 1) or launch it kernel by
+ * kernel (0, the default until gpu_check_mc_forward has shown both give the same bits).
  * The run engine and `logits` turn it on unless RSSM_CUDA_GRAPH=0. */
 void mc_batch_use_graph(mc_batch *b, int on);
 int64_t mc_batch_pos(const mc_batch *b);
@@ -104,17 +103,11 @@ int mc_batch_step(mc_batch *b, const int64_t *tokens /* [K] */, const int64_t *t
 
 /* n <= MC_STEPS_MAX consecutive steps in one submission: tokens host [n][K], targets host [n][K]
  * or NULL, metrics host [n][R] or NULL (needs targets). The same steps, the same bits, as n calls
- * of mc_batch_step without logits; the n steps are launched back to back and the host
+ * of mc_batch_step without logits; the n step graphs are launched back to back and the host
  * synchronises once (mc_step_io.h: a fixture model's step is ~0.2 ms, and a synchronisation per
- * step left the GPU idle between steps). With graphs on, as graphs of MC_GRAPH_STEPS steps each
- * while that many are left, then one step a graph: the GPU idles between two graph launches
- * (session 34, tests/gpu/kernel_trace.c: a step graph's first kernel added 5.9-6.1 us to the
- * step, a kernel of its size inside a graph 1.1-1.5), while inside one graph Programmatic
- * Dependent Launch overlaps a step's last kernel with the next step's first. The same kernels in
- * the same order: the same bits. Returns as mc_batch_step; nothing runs when an input is
+ * step left the GPU idle between steps). Returns as mc_batch_step; nothing runs when an input is
  * refused. */
 #define MC_STEPS_MAX 64
-#define MC_GRAPH_STEPS 8
 int mc_batch_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
                    const int64_t *targets /* [n][K] */, mc_row_metrics *metrics /* [n][R] */,
                    char *err, size_t errlen);

@@ -144,10 +144,8 @@ struct mc_batch {
   int64_t dev_bytes;
   int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */
   int graph_on;              /* replay the step from a CUDA Graph (mc_batch_use_graph) */
-  /* the captured steps: [0] one step, [1] MC_GRAPH_STEPS steps in a row (run_steps); each NULL
-     until its first use, and whether it computes the metrics */
-  int graph_metrics[2];
-  cudaGraphExec_t gexec[2];
+  int graph_metrics;         /* whether the captured step computes the metrics */
+  cudaGraphExec_t gexec;     /* the captured step, or NULL */
   /* RSSM_CUDA_PROFILE=1 (launched steps only): events around every block and its SSM engine
    * calls, summed per block and printed on stderr by mc_batch_free; for finding where a step's
    * time goes (docs/gpu-runtime.md), never on in a run of record */

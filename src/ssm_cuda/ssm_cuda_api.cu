@@ -165,6 +165,30 @@ flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int
   return k;
 }
 
+/* mat4's rows per batch: 4 for the conventional step of a GDN state or of any state below
+ * MAT4_WIDE_B rows, 8 otherwise. On the H200 at B = 256 (2026-12-04, docs/gpu-results.md "Session
+ * 17", call 1) 4-row batches (fewer registers, more warps an SM) made the Qwen3.5 shapes'
+ * conventional step 1.08-1.09x faster (69.4 -> 75.8 % and 71.8 -> 78.6 % of copy); the Mamba-2
+ * steps were equal or 1.7 % slower, and every flush 0.2-2.9 % slower (16 records folded a batch:
+ * more work per load in flight). Below MAT4_WIDE_B a step's few blocks are bound by one warp's
+ * chain of instructions, not by bytes (session 35, Nsight Compute: the Mamba-2 fixture's step at
+ * B = 16 issued 1525 instructions a warp, one warp a scheduler, ~6 cycles each), and 4-row
+ * batches give a head of dv = 32 eight warps of 4 rows rather than four of 8. Same bits: each
+ * row's sums are the butterfly's whatever the batch. RSSM_MAT4_ROWS=4 or 8 forces one (an A/B
+ * switch, read once). */
+int mat4_batch_rows(const dev_state &d) {
+  static const int forced = [] {
+    const char *v = getenv("RSSM_MAT4_ROWS");
+    if (v && strcmp(v, "4") != 0 && strcmp(v, "8") != 0) {
+      fprintf(stderr, "RSSM_MAT4_ROWS=%s: expected 4 or 8; the rule decides\n", v);
+      return 0;
+    }
+    return v ? atoi(v) : 0;
+  }();
+  if (forced) return forced;
+  return d.conventional && (d.gdn || d.B < MAT4_WIDE_B) ? 4 : 8;
+}
+
 /* Materialise and store the flush rows of the current plan (their flag is FLUSH), or with fz.on
  * a conventional step's plan, flush and book in one mat4 launch (step_fuse; only where
  * flush_kernels_of picks mat4 with its stores). */
@@ -177,13 +201,7 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
   const int M = d.dk <= 128 ? 4 : 8;
   /* mat4's shared memory is mat2's, which ssm_cuda_build checked against the limit */
   const size_t msm = mat2_smem_bytes(d.cap, d.dv, d.dk);
-  /* mat4's rows per batch: 4 for the GDN conventional step, 8 otherwise. On the H200 at B = 256
-     (2026-12-04, docs/gpu-results.md "Session 17", call 1) 4-row batches (fewer registers, more
-     warps an SM) made the Qwen3.5 shapes' conventional step 1.08-1.09x faster (69.4 -> 75.8 %
-     and 71.8 -> 78.6 % of copy); the Mamba-2 steps were equal or 1.7 % slower, and every flush
-     0.2-2.9 % slower (16 records folded a batch: more work per load in flight). Same bits: each
-     row's sums are the butterfly's whatever the batch. */
-  const int mat4_rows = d.gdn && d.conventional ? 4 : 8;
+  const int mat4_rows = mat4_batch_rows(d);
   if (k.mat4)
     launch_mat4(M, mat4_rows, grid, msm, s, d, src, op, q, o, k.nstore, pm, pl, fz);
   else

@@ -268,9 +268,15 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
  * Per row exactly mat2's arithmetic: the fold of ssm_math.h item 4 per record in ascending
  * order; GDN u (item 5) from S_{j-1,i} . k_j, whose RB sums per batch are reduced together
  * (reduce_sums: the butterfly's bits) and broadcast from the lane that holds each; the output
- * S q (op STEP) the same way; fp32 stores of the registers' bits. */
+ * S q (op STEP) the same way; fp32 stores of the registers' bits.
+ * Launch bounds (256, 1), not (256, 2): at two blocks of 256 an SM the compiler had 128 registers,
+ * and <4, 8> (the Mamba-2 step) spilled 120 bytes, <8, 8> 804: a spill store of a row element
+ * waits for its load, so the batch's loads went out in three or four rounds (Nsight Compute,
+ * session 35: mat4 took 7.5 us of the M2 fixture's step, its first stall the spill stores). With
+ * up to 255 no variant spills (ptxas -v: 96, 165, 168, 215 registers); the blocks are mostly
+ * 64-128 threads, so several still fit an SM. */
 template <int M, int RB>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, 1)
     mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */, float *o /* [B][H][dv] */,
                 int nstore, store_params st0, store_params st1, int wr,
                 step_fuse fz /* on: the conventional step's plan and book too */) {
