@@ -294,14 +294,21 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1,
                  const step_fuse &fz);
+/* The most warps a mat4_kernel<M, RB> block may have (its launch bounds are 32 times this, one
+ * block an SM): 16 for <4, 4> (96 registers, within the 128 that 512 threads leave), 8 for the
+ * others (165-215 registers: at 128 they spilled, docs/gpu-runtime.md "What each kernel adds"). */
+constexpr int mat4_max_warps(int M, int rb) { return M <= 4 && rb == 4 ? 16 : 8; }
 /* Rows of a head per warp in mat4_kernel: 32 at B >= MAT4_WIDE_B (the batches the kernel was
  * tuned on: B = 256, docs/gpu-results.md "Session 15", "Session 17"); below that the fewest
- * multiple of `rows` (the batch) that keeps a block at <= 8 warps (its launch bounds), so that a
- * small batch's few blocks fold their rows in parallel rather than a warp's 32 rows in turn (issue
- * 18: at B = 16 a GDN head of dv = 64 had 2 warps for 8 batches; now 8 warps, 2 batches each).
- * The bits do not depend on it (mat4_kernel). */
+ * multiple of `rows` (the batch) that keeps a block at <= max_warps warps (mat4_max_warps, or 8
+ * with RSSM_MAT4_WARPS=8, an A/B switch read once), so that a small batch's few blocks fold their
+ * rows in parallel rather than a warp's rows in turn: at B = 16 a GDN head of dv = 64 had 2 warps
+ * for 8 batches, then 8 warps of 2 batches (issue 18), now 16 warps of one batch (session 35: a
+ * step's mat4 is bound by one warp's chain of instructions, and the Mamba-2 step's went from 7.5
+ * to 4.6 us with one batch a warp rather than one of 8 rows). The bits do not depend on it
+ * (mat4_kernel). */
 #define MAT4_WIDE_B 64
-int mat4_rows_per_warp(int dv, int rows, int B);
+int mat4_rows_per_warp(int dv, int M, int rows, int B);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);
 /* mat2 up to mat2_bytes, mat4 up to optin. Returns 0, or -1 naming the kernel in err. */
 int raise_smem_mat(size_t mat2_bytes, int optin, char *err, size_t errlen);

@@ -5,6 +5,10 @@
  *   mat2_kernel   every other source and destination format (and fp32 where mat4 does not run: dv > 256, the B = 1 conventional step)
  *   store_kernel  scaled destination formats and verifications: encode scratch S per head
  * Which one runs is decided in ssm_cuda_api.cu (launch_flush_rows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "src/io/errbuf.h"
 #include "src/ssm_cuda/ssm_cuda_internal.cuh"
 
@@ -274,9 +278,9 @@ __device__ inline void load_rows_f32(const uint8_t *tile_rows /* the tile's firs
  * waits for its load, so the batch's loads went out in three or four rounds (Nsight Compute,
  * session 35: mat4 took 7.5 us of the M2 fixture's step, its first stall the spill stores). With
  * up to 255 no variant spills (ptxas -v: 96, 165, 168, 215 registers); the blocks are mostly
- * 64-128 threads, so several still fit an SM. */
+ * 64-128 threads, so several still fit an SM. <4, 4> may have 16 warps (mat4_max_warps). */
 template <int M, int RB>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(32 * mat4_max_warps(M, RB), 1)
     mat4_kernel(dev_state d, ck_view src, int op, const float *q_in /* [B][1][G][dk] */, float *o /* [B][H][dv] */,
                 int nstore, store_params st0, store_params st1, int wr,
                 step_fuse fz /* on: the conventional step's plan and book too */) {
@@ -531,17 +535,23 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 #undef MAT2
 }
 
-int mat4_rows_per_warp(int dv, int rows, int B) {
+int mat4_rows_per_warp(int dv, int M, int rows, int B) {
   if (B >= MAT4_WIDE_B) return 32;
+  static const bool eight = [] {
+    const char *v = getenv("RSSM_MAT4_WARPS");
+    if (v && strcmp(v, "8") != 0) fprintf(stderr, "RSSM_MAT4_WARPS=%s: expected 8; the rule decides\n", v);
+    return v && strcmp(v, "8") == 0;
+  }();
+  const int most = eight ? 8 : mat4_max_warps(M, rows);
   int wr = rows;
-  while (wr < 32 && (dv + wr - 1) / wr > 8) wr += rows;
+  while (wr < 32 && (dv + wr - 1) / wr > most) wr += rows;
   return wr;
 }
 
 void launch_mat4(int M, int rows, dim3 grid, size_t smem, cudaStream_t s, const dev_state &d, const ck_view &src,
                  int op, const float *q, float *o, int nstore, const store_params &st0, const store_params &st1,
                  const step_fuse &fz) {
-  const int wr = mat4_rows_per_warp(d.dv, rows, d.B);
+  const int wr = mat4_rows_per_warp(d.dv, M, rows, d.B);
   const unsigned threads = 32u * (unsigned)((d.dv + wr - 1) / wr);
   if (rows == 4) {
     if (M <= 4)

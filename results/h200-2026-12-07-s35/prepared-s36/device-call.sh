@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Prepared at the end of session 35 for the next session's first call (issue 18), on the build of
+# session 35's last code, which has not run on a GPU: mat4_kernel<4, 4> (the GDN conventional
+# step's fused fp32 SSM step, and the Mamba-2 one below 64 rows) may have 16 warps a block, so
+# the GDN fixture's head (dv = 64) at K = 16 folds one 4-row batch a warp on 16 warps rather than
+# two on 8 (session 35 call 2: the Mamba-2 step's mat4 went from 7.5 to 4.6 us with one batch a
+# warp; the GDN step's mat4 is 6 x 8.2 us). RSSM_MAT4_WARPS=8 keeps 8 (session 35's 0d189fd
+# launches), the A/B switch.
+# (1) tests/gpu/gpu_session.sh: every GPU check on this code (200 s: session 35 call 2 ran out at
+#     170 with 64 of 73 checks done);
+# (2) bench e2e bf16 K = 16 per fixture, three rounds of: .devrun/old/replayssm (0d189fd, if the
+#     bundle has it), default, RSSM_MAT4_WARPS=8;
+# (3) the 4B shapes (they count for the bar on an H200 only);
+# (4) the default's kernel timelines;
+# (5) transformers twice per fixture after a default run (the same-call ratio for the 40x bar).
+# Build: BUILD_DIR=build bash scripts/setup.sh (a CUDA build), then the bundle as in
+# docs/next-session.md, with build/tests/gpu/librssm_kernel_trace.so and the CUDA toolkit's
+# libcupti.so.13 in .devrun/lib. Trim keeping results/h200-2026-12-07-s35, tests/fixtures and
+# data/models/*/model.safetensors. ~330 s (CALL_LIMIT caps it).
+set -u
+cd "$(dirname "$0")/../../.."
+DEVICE_CALL_LIMIT=340
+. scripts/device_call_lib.sh
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+gpu_session_run 200
+pack
+for rep in 1 2 3; do
+  for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
+    [ -x .devrun/old/replayssm ] && e2e_fixture .devrun/old/replayssm $m old-$m-$rep
+    e2e_fixture $B/replayssm $m default-$m-$rep
+    RSSM_MAT4_WARPS=8 e2e_fixture $B/replayssm $m warps8-$m-$rep
+  done
+done
+pack
+for s in qwen3.5-4b nemotron-3-nano-4b; do
+  [ "$(left)" -gt 60 ] || { stamp "skip $s"; continue; }
+  e2e_shape $B/replayssm $s $s
+done
+pack
+for m in nemotronh-m2-tiny qwen35-gdn-tiny; do e2e_trace $B/replayssm $m $m; done
+pack
+for rep in 1 2; do
+  for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
+    [ "$(left)" -gt 25 ] || { stamp "skip $m"; continue; }
+    e2e_fixture $B/replayssm $m hf-$m-$rep "$W/hf_$m-$rep.json"
+  done
+done
+pack
