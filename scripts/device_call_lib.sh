@@ -62,3 +62,16 @@ e2e_trace() {
   stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
   rm -f "$W/trace-$3.csv"
 }
+# hf_rounds N MODEL...: N rounds of e2e_fixture with transformers after it, per model, on
+# $B/replayssm (issue 18's same-call ratio; labels hf-MODEL-ROUND, transformers' JSON beside
+# them); a run is skipped when 25 s or less are left.
+hf_rounds() {
+  local n=$1 rep m
+  shift
+  for rep in $(seq 1 "$n"); do
+    for m in "$@"; do
+      [ "$(left)" -gt 25 ] || { stamp "skip $m"; continue; }
+      e2e_fixture $B/replayssm "$m" "hf-$m-$rep" "$W/hf_$m-$rep.json"
+    done
+  done
+}

@@ -39,10 +39,5 @@ done
 pack
 for m in nemotronh-m2-tiny qwen35-gdn-tiny; do e2e_trace $B/replayssm $m $m; done
 pack
-for rep in 1 2; do
-  for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
-    [ "$(left)" -gt 25 ] || { stamp "skip $m"; continue; }
-    e2e_fixture $B/replayssm $m hf-$m-$rep "$W/hf_$m-$rep.json"
-  done
-done
+hf_rounds 2 nemotronh-m2-tiny qwen35-gdn-tiny
 pack
