@@ -12,7 +12,8 @@
 #     bundle has it), default, RSSM_MAT4_WARPS=8;
 # (3) the 4B shapes (they count for the bar on an H200 only);
 # (4) the default's kernel timelines;
-# (5) transformers twice per fixture after a default run (the same-call ratio for the 40x bar).
+# (5) transformers twice per fixture after a default run (the same-call ratio for the 40x bar);
+# (6) time left: Nsight Compute on one GDN mat4 launch.
 # Build: BUILD_DIR=build bash scripts/setup.sh (a CUDA build), then the bundle as in
 # docs/next-session.md, with build/tests/gpu/librssm_kernel_trace.so and the CUDA toolkit's
 # libcupti.so.13 in .devrun/lib. Trim keeping results/h200-2026-12-07-s35, tests/fixtures and
@@ -41,3 +42,19 @@ for m in nemotronh-m2-tiny qwen35-gdn-tiny; do e2e_trace $B/replayssm $m $m; don
 pack
 hf_rounds 2 nemotronh-m2-tiny qwen35-gdn-tiny
 pack
+# (6) if time is left: Nsight Compute's full set for one mat4 launch of the GDN fixture's step
+# (its instructions a warp and stalls with 16 warps; session 35 call 1 did the M2 one)
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ] && [ "$(left)" -gt 45 ]; then
+  timeout $(( $(left) - 20 )) "$NCU" --set full --import-source no --cache-control none --clock-control none \
+    -k regex:mat4_kernel --launch-skip 12 -c 1 -o "$W/mat4" $B/replayssm bench e2e \
+    --model data/models/qwen35-gdn-tiny --streams 16 --steps 4 --warmup 1 --gemm bf16 --micro off \
+    --profile off --configs 'conventional state=fp32' --label ncu --out "$W/ncu-e2e.csv" \
+    > "$W/ncu-mat4.log" 2>&1
+  stamp "ncu mat4 rc=$?"
+  "$NCU" -i "$W/mat4.ncu-rep" --page details --print-details all > "$W/ncu-mat4-details.txt" 2>>"$W/ncu-mat4.log"
+  "$NCU" -i "$W/mat4.ncu-rep" --page source --csv --print-source sass 2>>"$W/ncu-mat4.log" |
+    xz -9 > "$W/ncu-mat4-sass.csv.xz"
+  rm -f "$W/mat4.ncu-rep"
+  pack
+fi
