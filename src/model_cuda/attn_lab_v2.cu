@@ -59,7 +59,7 @@ stream_kernel(Args a) {
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
   /* all nsplit splits, though at a short context most blocks return at once (splits_used): a
      grid trimmed to the splits a position below max_ctx can use gave the same bits and a faster
-     stream kernel, but slower steps (session 35: 1.8 / 2.5 us on the M2 / GDN fixture steps,
+     stream kernel, but slower steps (session 35: 1.5-2.5 / 2.4-2.7 us on the M2 / GDN fixture steps,
      docs/gpu-runtime.md "Attention decode") */
   pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R),
              WARPS * 32, 0, s, a);

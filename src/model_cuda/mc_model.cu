@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/io/env_switch.h"
 #include "src/io/errbuf.h"
 #include "src/model_cuda/attn_lab.h"
 #include "src/model_cuda/mc_fit.h"
@@ -55,10 +56,8 @@ int gemm_kernel_choice(int64_t gemm_bytes) {
  * keeps 8 where the rule picks 16, as before session 34 (an A/B switch; other bits for those
  * GEMMs; read once, so every launch of a run and of its graphs is alike). */
 int gemm_mma_warps(int64_t rows, int64_t cols, int sms) {
-  static const bool no16 = [] {
-    const char *v = getenv("RSSM_GEMM_MMA16");
-    return v && strcmp(v, "0") == 0;
-  }();
+  static const char *const off_on[] = {"0", "1"};
+  static const bool no16 = rssm_env_switch("RSSM_GEMM_MMA16", off_on, 2, 1) == 0;
   const int kw = mc_gemm_mma_warps(rows, cols, sms);
   return kw == 16 && no16 ? 8 : kw;
 }

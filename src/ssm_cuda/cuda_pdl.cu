@@ -3,19 +3,12 @@
  * faster: docs/gpu-results.md, "Session 29"). Read once (a function-local static: initialised
  * once even with several host threads), so that every launch of a run, and of the graphs it
  * captures, is launched alike. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "src/ssm_cuda/cuda_pdl.h"
 
-namespace {
-int read_switch() {
-  const char *v = getenv("RSSM_PDL");
-  return !(v && strcmp(v, "0") == 0);
-}
-}  // namespace
+#include "src/io/env_switch.h"
 
 extern "C" int rssm_pdl_enabled(void) {
-  static const int enabled = read_switch();
+  static const char *const off_on[] = {"0", "1"};
+  static const int enabled = rssm_env_switch("RSSM_PDL", off_on, 2, 1) != 0;
   return enabled;
 }

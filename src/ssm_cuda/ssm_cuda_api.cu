@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "quant/quant.h"
+#include "src/io/env_switch.h"
 #include "src/io/errbuf.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 #include "src/ssm_cuda/ssm_cuda_internal.cuh"
@@ -177,15 +178,9 @@ flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int
  * row's sums are the butterfly's whatever the batch. RSSM_MAT4_ROWS=4 or 8 forces one (an A/B
  * switch, read once). */
 int mat4_batch_rows(const dev_state &d) {
-  static const int forced = [] {
-    const char *v = getenv("RSSM_MAT4_ROWS");
-    if (v && strcmp(v, "4") != 0 && strcmp(v, "8") != 0) {
-      fprintf(stderr, "RSSM_MAT4_ROWS=%s: expected 4 or 8; the rule decides\n", v);
-      return 0;
-    }
-    return v ? atoi(v) : 0;
-  }();
-  if (forced) return forced;
+  static const char *const four_eight[] = {"4", "8"};
+  static const int forced = rssm_env_switch("RSSM_MAT4_ROWS", four_eight, 2, -1);
+  if (forced >= 0) return forced == 0 ? 4 : 8;
   return d.conventional && (d.gdn || d.B < MAT4_WIDE_B) ? 4 : 8;
 }
 
@@ -217,13 +212,9 @@ void launch_flush_rows(ssm_cuda_state *st, const dev_state &d, int op, const flo
  * launches less per SSM block. RSSM_FUSED_STEP=0 runs plan + flush + book (the GPU checks run
  * both). */
 bool fused_step_on() {
-  static const int on = [] {
-    const char *v = getenv("RSSM_FUSED_STEP");
-    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) /* a typo must not pass unseen */
-      fprintf(stderr, "RSSM_FUSED_STEP=%s: expected 0 or 1; the step runs fused\n", v);
-    return v && strcmp(v, "0") == 0 ? 0 : 1;
-  }();
-  return on != 0;
+  static const char *const off_on[] = {"0", "1"};
+  static const bool on = rssm_env_switch("RSSM_FUSED_STEP", off_on, 2, 1) != 0;
+  return on;
 }
 
 /* Whether pre3 + ro4 run for every operation of a state (its largest: a verification's nq

@@ -304,9 +304,9 @@ constexpr int mat4_max_warps(int M, int rb) { return M <= 4 && rb == 4 ? 16 : 8;
  * with RSSM_MAT4_WARPS=8, an A/B switch read once), so that a small batch's few blocks fold their
  * rows in parallel rather than a warp's rows in turn: at B = 16 a GDN head of dv = 64 had 2 warps
  * for 8 batches, then 8 warps of 2 batches (issue 18), now 16 warps of one batch (session 35: a
- * step's mat4 is bound by one warp's chain of instructions, and the Mamba-2 step's went from 7.5
- * to 4.6 us with one batch a warp rather than one of 8 rows). The bits do not depend on it
- * (mat4_kernel). */
+ * step's mat4 is bound by one warp's chain of instructions, and the Mamba-2 step's went from
+ * 7.2-9.0 to 4.3-5.3 us of the step with one batch a warp rather than one of 8 rows, unspilled).
+ * The bits do not depend on it (mat4_kernel). */
 #define MAT4_WIDE_B 64
 int mat4_rows_per_warp(int dv, int M, int rows, int B);
 void launch_store(dim3 grid, cudaStream_t s, const dev_state &d, const store_params &p);

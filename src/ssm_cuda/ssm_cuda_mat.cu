@@ -5,10 +5,7 @@
  *   mat2_kernel   every other source and destination format (and fp32 where mat4 does not run: dv > 256, the B = 1 conventional step)
  *   store_kernel  scaled destination formats and verifications: encode scratch S per head
  * Which one runs is decided in ssm_cuda_api.cu (launch_flush_rows). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "src/io/env_switch.h"
 #include "src/io/errbuf.h"
 #include "src/ssm_cuda/ssm_cuda_internal.cuh"
 
@@ -537,11 +534,8 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 
 int mat4_rows_per_warp(int dv, int M, int rows, int B) {
   if (B >= MAT4_WIDE_B) return 32;
-  static const bool eight = [] {
-    const char *v = getenv("RSSM_MAT4_WARPS");
-    if (v && strcmp(v, "8") != 0) fprintf(stderr, "RSSM_MAT4_WARPS=%s: expected 8; the rule decides\n", v);
-    return v && strcmp(v, "8") == 0;
-  }();
+  static const char *const eight_only[] = {"8"};
+  static const bool eight = rssm_env_switch("RSSM_MAT4_WARPS", eight_only, 1, -1) == 0;
   const int most = eight ? 8 : mat4_max_warps(M, rows);
   int wr = rows;
   while (wr < 32 && (dv + wr - 1) / wr > most) wr += rows;

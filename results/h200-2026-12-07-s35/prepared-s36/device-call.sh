@@ -3,7 +3,7 @@
 # session 35's last code, which has not run on a GPU: mat4_kernel<4, 4> (the GDN conventional
 # step's fused fp32 SSM step, and the Mamba-2 one below 64 rows) may have 16 warps a block, so
 # the GDN fixture's head (dv = 64) at K = 16 folds one 4-row batch a warp on 16 warps rather than
-# two on 8 (session 35 call 2: the Mamba-2 step's mat4 went from 7.5 to 4.6 us with one batch a
+# two on 8 (session 35 call 2: the Mamba-2 step's mat4 went from 7.2-9.0 to 4.3-5.3 us of the step with one batch a
 # warp; the GDN step's mat4 is 6 x 8.2 us). RSSM_MAT4_WARPS=8 keeps 8 (session 35's 0d189fd
 # launches), the A/B switch.
 # (1) tests/gpu/gpu_session.sh: every GPU check on this code (230 s: session 35 call 2 ran out at
