@@ -34,7 +34,7 @@ e2e_fixture() {
 # e2e_shape REPLAYSSM SHAPE LABEL: the 4B shapes' figure (K = 64, bf16, 32 steps after 4); stamps
 # ms a step and the fraction of the byte limit.
 e2e_shape() {
-  timeout 30 "$1" bench e2e --shape "$2" --streams 64 --steps 32 --warmup 4 --gemm bf16 \
+  timeout "${E2E_SHAPE_TIMEOUT:-30}" "$1" bench e2e --shape "$2" --streams 64 --steps 32 --warmup 4 --gemm bf16 \
     --micro off --configs 'conventional state=fp32' --label "$3" --out "$W/e2e.csv" \
     >> "$W/e2e.log" 2>&1
   stamp "e2e $3 rc=$? $(tail -n 1 "$W/e2e.csv" | cut -d, -f11,20)"
@@ -58,6 +58,15 @@ gpu_session_run() {
 e2e_trace() {
   CUDA_INJECTION64_PATH=$PWD/.devrun/lib/librssm_kernel_trace.so RSSM_TRACE_OUT=$W/trace-$3.csv \
     e2e_fixture "$1" "$2" "trace-$3"
+  python3 tests/gpu/kernel_trace.py "$W/trace-$3.csv" > "$W/trace-$3.txt" 2>&1
+  stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
+  rm -f "$W/trace-$3.csv"
+}
+# e2e_trace_shape REPLAYSSM SHAPE LABEL: e2e_shape's run (label trace-LABEL) under the kernel
+# tracer, as e2e_trace: the 4B step's timeline by kernel into $W/trace-LABEL.txt.
+e2e_trace_shape() {
+  CUDA_INJECTION64_PATH=$PWD/.devrun/lib/librssm_kernel_trace.so RSSM_TRACE_OUT=$W/trace-$3.csv \
+    E2E_SHAPE_TIMEOUT=60 e2e_shape "$1" "$2" "trace-$3"
   python3 tests/gpu/kernel_trace.py "$W/trace-$3.csv" > "$W/trace-$3.txt" 2>&1
   stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
   rm -f "$W/trace-$3.csv"
