@@ -555,13 +555,14 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b->kc);
   free(b->vc);
   free(b->eng);
-  void *ds[] = {b->h,       b->u,       b->y,        b->proj,      b->act,         b->cv,
-                b->e_alpha, b->e_beta,  b->e_v,      b->e_o,       b->e_k,         b->e_q,
-                b->aq,      b->part_ml, b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
-                b->stats,   b->met,     b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
-                b->xb,      b->xb_act,  b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
-                b->mo_h,    b->mo_y,    b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
-                b->mo_so,   b->n_d,     b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d};
+  void *ds[] = {b->h,        b->u,        b->y,        b->proj,      b->act,         b->cv,
+                b->e_alpha,  b->e_beta,   b->e_v,      b->e_o,       b->e_k,         b->e_q,
+                b->aq,       b->part_ml,  b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
+                b->stats,    b->met,      b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
+                b->xb,       b->xb_act,   b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
+                b->mo_h,     b->mo_y,     b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
+                b->mo_so,    b->n_d,      b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d,
+                b->slot_tok, b->slot_pos, b->slot_tgt};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -707,6 +708,9 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
        pinned_mapped((void **)&b->h_pos, (void **)&b->d_h_pos, tok_rows * 4) == 0 &&
        pinned_mapped((void **)&b->h_met, (void **)&b->d_h_met,
                      slots_rows * sizeof(mc_row_metrics)) == 0;
+  ok = ok && DALLOC(b, b->slot_tok, (int64_t)slots_rows * 8) == 0 &&
+       DALLOC(b, b->slot_pos, (int64_t)slots_rows * 4) == 0 &&
+       DALLOC(b, b->slot_tgt, (int64_t)tgt_slots * 8) == 0;
   b->rpos = (int64_t *)calloc((size_t)R, sizeof(int64_t));
   b->h_n = (int *)calloc((size_t)R, sizeof(int));
   b->h_a = (int *)calloc((size_t)R, sizeof(int));
@@ -1192,12 +1196,12 @@ void prof_accumulate(mc_batch *b, double host_ms) {
 
 namespace {
 
-/* A lockstep step on b->stream: the inputs of the slot in flight in from the pinned buffers
- * (the targets only with the metrics), the forward, then the metrics out into the same slot and
- * the slot counter advanced (mc_step_io.h). */
+/* A lockstep step on b->stream: the inputs of the slot in flight in from the device copies of
+ * the pinned slots (the targets only with the metrics), the forward, then the metrics out into
+ * the same slot of the pinned buffer and the slot counter advanced (mc_step_io.h). */
 int step_io(mc_batch *b, int want_metrics, char *err, size_t errlen) {
   void *s = (void *)b->stream;
-  if (mc_step_ingest(b->slot_d, b->d_h_tok, b->d_h_pos, want_metrics ? b->d_h_tgt : nullptr,
+  if (mc_step_ingest(b->slot_d, b->slot_tok, b->slot_pos, want_metrics ? b->slot_tgt : nullptr,
                      b->R, b->K, b->tok, b->pos_d, b->tgt, s) != 0)
     return rssm_fail(err, errlen, "step input launch");
   if (step_launches(b, want_metrics, err, errlen) != 0) return -1;
@@ -1276,6 +1280,16 @@ int run_steps(mc_batch *b, int n, const int64_t *tokens /* [n][K] */,
     }
   if (want) memcpy(b->h_tgt, targets, (size_t)n * K * sizeof(int64_t));
   cudaStream_t s = b->stream;
+  /* the n slots to the device before the steps (the previous submission's copies are done:
+     it ended with a synchronisation), so that each step's ingest reads device memory */
+  const size_t nR = (size_t)n * (size_t)R;
+  if (cudaMemcpyAsync(b->slot_tok, b->h_tok, nR * 8, cudaMemcpyHostToDevice, s) != cudaSuccess ||
+      cudaMemcpyAsync(b->slot_pos, b->h_pos, nR * 4, cudaMemcpyHostToDevice, s) != cudaSuccess ||
+      (want && cudaMemcpyAsync(b->slot_tgt, b->h_tgt, (size_t)n * K * 8, cudaMemcpyHostToDevice,
+                               s) != cudaSuccess))
+    return rssm_fail(err, errlen, "step slots to the device: %s",
+                     cudaGetErrorString(cudaGetLastError())),
+           RSSM_ERR_IO;
   if (cudaMemsetAsync(b->slot_d, 0, sizeof(int), s) != cudaSuccess)
     return rssm_fail(err, errlen, "step slot reset: %s", cudaGetErrorString(cudaGetLastError())),
            RSSM_ERR_IO;

@@ -140,6 +140,12 @@ struct mc_batch {
   int64_t *h_tgt, *d_h_tgt;  /* host [MC_STEPS_MAX][K] lockstep slots, or [RT] of a spec round */
   int *h_pos, *d_h_pos;      /* host [MC_STEPS_MAX][R], or [RT] */
   mc_row_metrics *h_met, *d_h_met; /* host [MC_STEPS_MAX][R] metrics of lockstep steps */
+  /* device copies of a submission's lockstep slots, copied in before its steps (run_steps):
+   * step_ingest reads them from device memory, not across PCIe (session 36: the ingest of the
+   * mapped slots took 4.2-4.3 us of a fixture step, tests/gpu/kernel_trace.c) */
+  int64_t *slot_tok;         /* device [MC_STEPS_MAX][R] */
+  int *slot_pos;             /* device [MC_STEPS_MAX][R] */
+  int64_t *slot_tgt;         /* device [MC_STEPS_MAX][K] */
   int *slot_d;               /* device [1]: the slot of the lockstep step in flight */
   int64_t dev_bytes;
   int loaded_rows;           /* rows restored by mc_batch_row_load (they must agree on pos) */

@@ -6,12 +6,15 @@
  * pageable uploads of a few hundred bytes, a pageable download of the metrics, a synchronisation
  * before the next launch) left the GPU idle between steps (removing them took 2-4 % off the
  * fixture steps on an H100, ~8-10 us: docs/gpu-results.md, "Session 29"). Now the host writes
- * the tokens, positions and targets of up to MC_STEPS_MAX steps into pinned, mapped host buffers
- * ([n][rows] slots); a device counter names the slot of the step in flight: step_ingest copies
- * that slot into the step's device buffers, step_egress copies the metrics into the same slot of
- * the pinned metrics buffer and advances the counter. Plain copies: the values are those the
+ * the tokens, positions and targets of up to MC_STEPS_MAX steps into pinned host buffers ([n][rows]
+ * slots), copied to device slots by one cudaMemcpyAsync each before the submission's steps; a
+ * device counter names the slot of the step in flight: step_ingest copies that slot into the
+ * step's device buffers, step_egress copies the metrics into the same slot of the pinned, mapped
+ * metrics buffer and advances the counter. Plain copies: the values are those the
  * cudaMemcpyAsync calls carried (bits unchanged). Both kernels are one block (the counter is read
- * and advanced by one grid in order), over at most a few thousand rows. */
+ * and advanced by one grid in order), over at most a few thousand rows. (Until session 36 the
+ * ingest read the slots in the mapped host memory: two dependent round trips, the second across
+ * PCIe, 4.2-4.3 us of a fixture step's ~0.12-0.21 ms.) */
 #ifndef RSSM_MODEL_CUDA_MC_STEP_IO_H
 #define RSSM_MODEL_CUDA_MC_STEP_IO_H
 
@@ -23,8 +26,8 @@ extern "C" {
 #include "src/model_cuda/mc_kernels.h" /* mc_row_metrics */
 
 /* With s = *slot: tok[i] = tok_h[s][i], pos[i] = pos_h[s][i] for i < R; tgt[i] = tgt_h[s][i]
- * for i < K when tgt_h is not NULL. The _h pointers are device views of pinned, mapped host
- * memory. */
+ * for i < K when tgt_h is not NULL. The _h pointers are the device slots (any device-readable
+ * memory: mapped host memory works too, at a PCIe round trip). */
 int mc_step_ingest(const int *slot /* device [1] */, const int64_t *tok_h /* [n][R] */,
                    const int *pos_h /* [n][R] */, const int64_t *tgt_h /* [n][K] or NULL */,
                    int R, int K, int64_t *tok /* [R] */, int *pos /* [R] */,

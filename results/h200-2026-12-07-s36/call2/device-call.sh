@@ -5,11 +5,23 @@
 #     step alone, GB/s against copy), then at B = 64 with RSSM_MAT4_WIDE_WR=16 and =8 and the
 #     other batch rows (RSSM_MAT4_ROWS);
 # (2) bench e2e on both 4B shapes: default, RSSM_MAT4_WIDE_WR=16, =8, RSSM_MAT4_ROWS=8 / =4;
-# (3) the kernel tracer on both 4B shapes' step (per kernel, what it adds to the graph).
+# (3) the kernel tracer on both 4B shapes' step (per kernel, what it adds to the graph);
+# (0) first: the step's inputs read from device copies of the slots (mc_step_io.h): the forward
+#     check (its check 9: n steps a submission, bit-identical), then bench e2e on both fixtures,
+#     three rounds of old (.devrun/old: c5df8c2's kernels, the mapped slots) and new.
 set -u
 cd "$(dirname "$0")/../../.."
-DEVICE_CALL_LIMIT=230
+DEVICE_CALL_LIMIT=260
 . scripts/device_call_lib.sh
+timeout 60 $B/gpu_check_mc_forward tests/fixtures 64 > "$W/forward.log" 2>&1
+stamp "forward rc=$? $(tail -n 1 "$W/forward.log")"
+for rep in 1 2 3; do
+  for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
+    e2e_fixture .devrun/old/replayssm $m old-$m-$rep
+    e2e_fixture $B/replayssm $m new-$m-$rep
+  done
+done
+pack
 bk() { # LABEL SHAPES BATCHES [ENV=VALUE]
   local label=$1 shapes=$2 batches=$3; shift 3
   env "$@" timeout 60 $B/replayssm bench kernels --shapes "$shapes" --batches "$batches" \
