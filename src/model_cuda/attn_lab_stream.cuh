@@ -41,6 +41,31 @@ __host__ __device__ inline int splits_used(int64_t p, int nsplit) {
   return (int)((p + len) / len);
 }
 
+/* The splits a grid launches for positions below max_ctx: the most splits_used gives at any of
+ * them. Below p = MIN_SPLIT nsplit a split is MIN_SPLIT long, so splits_used(p) = p / MIN_SPLIT
+ * + 1, rising to nsplit at p = MIN_SPLIT nsplit - 1, and it never exceeds nsplit: hence
+ * min(nsplit, (max_ctx - 1) / MIN_SPLIT + 1) (test_attn_splits holds it to the maximum taken
+ * position by position). A block past splits_used(pos[r]) returns before it reads or writes
+ * anything, so the others are empty blocks: the same bits without them. */
+__host__ __device__ inline int splits_launched(int64_t max_ctx, int nsplit) {
+  if (max_ctx < 1) return 1;
+  const int64_t most = (max_ctx - 1) / MIN_SPLIT + 1;
+  return most < nsplit ? (int)most : nsplit;
+}
+
+/* Whether the stream kernel's grid is trimmed to splits_launched: when the full grid, nsplit x
+ * nKV x R blocks, is more than ATTN_TRIM_BLOCKS. At one block an SM (the kernel's registers) the
+ * empty blocks of a short context are scheduled in waves: the 4B shapes at K = 64 (33 splits x 4
+ * kv heads x 64 rows = 8448 blocks at ~20-40 positions) spent ~50 us an attention layer on them
+ * (H100, session 36, tests/gpu/kernel_trace.c), where the trimmed grid is a few waves. The
+ * fixtures' 2112 blocks stay whole: trimmed, their stream kernel was faster but their steps 1.5-2.5
+ * us slower (session 35). RSSM_ATTN_TRIM=0 / =1 forces it off / on (an A/B switch). */
+constexpr int64_t ATTN_TRIM_BLOCKS = 4096;
+__host__ __device__ inline bool trim_grid(int nsplit, int nKV, int R, int forced) {
+  if (forced >= 0) return forced != 0;
+  return (int64_t)nsplit * nKV * R > ATTN_TRIM_BLOCKS;
+}
+
 template <int D> struct Geo {
   static constexpr int F4 = D / 4;               /* float4 per row */
   static constexpr int LP = F4 < 32 ? F4 : 32;   /* lanes per position */

@@ -8,6 +8,7 @@
  * flight, which is what hides the DRAM latency when occupancy is one block per SM (the register
  * arrays of REP heads cost it). Loads are ld.global.cs (streaming: every byte is read once per
  * step, nothing is worth keeping in L2). Positions are consumed in ascending order per group. */
+#include "src/io/env_switch.h"
 #include "src/model_cuda/attn_lab_stream.cuh"
 
 using namespace attn_lab;
@@ -56,12 +57,20 @@ stream_kernel(Args a) {
   acc_finish<D, REP>(A, S, group, sub, a.part_ml, a.part_acc, head0, a.nsplit, blockIdx.x);
 }
 
+/* RSSM_ATTN_TRIM=0 or 1 (trim_grid's A/B switch), read once: -1 when unset */
+int trim_forced() {
+  static const char *const off_on[] = {"0", "1"};
+  static const int forced = rssm_env_switch("RSSM_ATTN_TRIM", off_on, 2, -1);
+  return forced;
+}
+
 template <int D, int REP, int NPOS> int launch(const Args &a, int R, cudaStream_t s) {
-  /* all nsplit splits, though at a short context most blocks return at once (splits_used): a
-     grid trimmed to the splits a position below max_ctx can use gave the same bits and a faster
-     stream kernel, but slower steps (session 35: 1.5-2.5 / 2.4-2.7 us on the M2 / GDN fixture steps,
-     docs/gpu-runtime.md "Attention decode") */
-  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)a.nsplit, (unsigned)a.nKV, (unsigned)R),
+  /* all nsplit splits, or those a position below max_ctx can use when the full grid is large
+     (trim_grid, attn_lab_stream.cuh): the same bits either way */
+  const int splits = trim_grid(a.nsplit, a.nKV, R, trim_forced())
+                         ? splits_launched(a.max_ctx, a.nsplit)
+                         : a.nsplit;
+  pdl_launch(stream_kernel<D, REP, NPOS>, dim3((unsigned)splits, (unsigned)a.nKV, (unsigned)R),
              WARPS * 32, 0, s, a);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

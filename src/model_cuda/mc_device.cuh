@@ -62,6 +62,13 @@ __device__ inline norm_w load_norm_w(const float *wg /* [gs] or NULL */, int gs)
   return r;
 }
 
+/* The elements a norm kernel's thread handles in one chunk: all their loads (weights, gates,
+ * inputs) are issued before any of their stores. One element at a time, each store (which the
+ * compiler must assume may alias the next element's loads) put an L2 round trip between
+ * elements: at the 4B shapes (H 2560-3136, 20-25 elements a thread) a norm added 16-21 us to the
+ * step where its bytes take ~1 (session 36, tests/gpu/kernel_trace.c). */
+constexpr int NORM_CHUNK = 8;
+
 /* One block normalises one group of gs floats (rmsnorm_kernel, and the fused add + norm of
  * mc_fused.cu, so that both compute the same bits): threads 0..7 make dot_f32's partial sums,
  * thread 0 the scale 1 / sqrt(sum / gs + eps), then every thread scales its elements,
@@ -70,7 +77,9 @@ __device__ inline norm_w load_norm_w(const float *wg /* [gs] or NULL */, int gs)
  * and writes y, and yb = bf16(y) rounded to nearest even when yb is not NULL (the bf16 GEMM
  * input that f32_to_bf16 would make of y). Every thread of the block must call it. xg may be
  * the block's shared copy of the group (mc_norm_stage_bytes), made before a barrier. wp: the
- * thread's first weights already loaded (load_norm_w of wg), or NULL; the same bits either way. */
+ * thread's first weights already loaded (load_norm_w of wg), or NULL; the same bits either way.
+ * A thread's elements go NORM_CHUNK at a time, loads first (NORM_CHUNK says why); each element's
+ * operations are the same whichever chunk it is in. */
 __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [gs] */,
                                      __nv_bfloat16 *ybg /* [gs] or NULL */, int gs,
                                      const float *wg /* [gs] or NULL */, int plus_one, float eps,
@@ -83,30 +92,49 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
   if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
   __syncthreads();
   const float inv = inv_s;
-  /* element i with its weight wi: the same operations whichever way wi came */
-  auto scale_one = [&](int i, float wi) {
-    float v = xg[i] * inv;
-    if (wg) v = v * (plus_one ? 1.0f + wi : wi);
-    if (zg) v = v * silu(zg[i]);
-    yg[i] = v;
-    if (ybg) ybg[i] = __float2bfloat16_rn(v);
-  };
-  int i = threadIdx.x;
-  if (wp) {
+  static_assert(NORM_W_REGS <= NORM_CHUNK, "the preloaded weights lie in the first chunk");
+  const int nt = blockDim.x;
+  for (int base = threadIdx.x, first = 1; base < gs; base += NORM_CHUNK * nt, first = 0) {
+    float xv[NORM_CHUNK], wv[NORM_CHUNK], zv[NORM_CHUNK];
 #pragma unroll
-    for (int k = 0; k < NORM_W_REGS; k++, i += blockDim.x)
-      if (i < gs) scale_one(i, wp->v[k]);
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int i = base + k * nt;
+      const bool in = i < gs;
+      const bool pre = wp && first && k < NORM_W_REGS; /* element k of the thread: wp->v[k] */
+      xv[k] = in ? xg[i] : 0.0f;
+      wv[k] = !wg || !in ? 0.0f : pre ? wp->v[k < NORM_W_REGS ? k : 0] : wg[i];
+      zv[k] = zg && in ? zg[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int i = base + k * nt;
+      if (i >= gs) break;
+      float v = xv[k] * inv;
+      if (wg) v = v * (plus_one ? 1.0f + wv[k] : wv[k]);
+      if (zg) v = v * silu(zv[k]);
+      yg[i] = v;
+      if (ybg) ybg[i] = __float2bfloat16_rn(v);
+    }
   }
-  for (; i < gs; i += blockDim.x) scale_one(i, wg ? wg[i] : 0.0f);
 }
 
 /* The group a norm kernel hands to rmsnorm_group: xg copied into the block's shared copy xs
- * (every thread its elements) when the launch gave one (xs not NULL), else xg itself; ends with
- * the barrier after which lanes 0..7 may read it. Every thread of the block must call it. */
+ * (every thread its elements, NORM_CHUNK loads before their stores) when the launch gave one (xs
+ * not NULL), else xg itself; ends with the barrier after which lanes 0..7 may read it. Every
+ * thread of the block must call it. */
 __device__ inline const float *stage_group(float *xs /* [gs] shared, or NULL */,
                                            const float *xg /* [gs] */, int gs) {
-  if (xs)
-    for (int i = threadIdx.x; i < gs; i += blockDim.x) xs[i] = xg[i];
+  if (xs) {
+    const int nt = blockDim.x;
+    for (int base = threadIdx.x; base < gs; base += NORM_CHUNK * nt) {
+      float v[NORM_CHUNK];
+#pragma unroll
+      for (int k = 0; k < NORM_CHUNK; k++) v[k] = base + k * nt < gs ? xg[base + k * nt] : 0.0f;
+#pragma unroll
+      for (int k = 0; k < NORM_CHUNK; k++)
+        if (base + k * nt < gs) xs[base + k * nt] = v[k];
+    }
+  }
   __syncthreads();
   return xs ? xs : xg;
 }

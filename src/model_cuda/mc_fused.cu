@@ -39,11 +39,26 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
   float *hr = h + (int64_t)r * H; /* [H] */
   const float *yr = y ? y + (int64_t)r * H : nullptr;     /* [H] */
   const float *er = embed ? embed + tok[r] * H : nullptr; /* [H]: the token's row */
-  for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
-    /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits) */
-    const float v = er ? er[i] : (yr ? hr[i] + yr[i] : hr[i]);
-    if (er || yr) hr[i] = v;
-    if (staged) stage[i] = v;
+  /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits); a thread's
+     elements NORM_CHUNK at a time, every load before the stores (NORM_CHUNK, mc_device.cuh) */
+  const int64_t nt = blockDim.x;
+  for (int64_t base = threadIdx.x; base < H; base += NORM_CHUNK * nt) {
+    float a[NORM_CHUNK], b[NORM_CHUNK];
+#pragma unroll
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int64_t i = base + k * nt;
+      const bool in = i < H;
+      a[k] = !in ? 0.0f : er ? er[i] : hr[i];
+      b[k] = in && yr ? yr[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int64_t i = base + k * nt;
+      if (i >= H) break;
+      const float v = yr && !er ? a[k] + b[k] : a[k];
+      if (er || yr) hr[i] = v;
+      if (staged) stage[i] = v;
+    }
   }
   __syncthreads();
   rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr,
@@ -210,9 +225,25 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
   }
   float *tg = t + r * di + g0;        /* [gs] */
   float *gated = staged ? stage : tg; /* [gs]: the gate's values before the norm */
-  for (int j = threadIdx.x; j < gs; j += blockDim.x) {
-    const int64_t i = g0 + j;
-    gated[j] = mamba2_gate_of(o[r * di + i], D[i / P], cv[r * conv_dim + i], zx[r * in_rows + i]);
+  /* NORM_CHUNK elements a thread at a time, every load before the stores (mc_device.cuh) */
+  const int nt = blockDim.x;
+  for (int base = threadIdx.x; base < gs; base += NORM_CHUNK * nt) {
+    float ov[NORM_CHUNK], dv[NORM_CHUNK], cvv[NORM_CHUNK], zv[NORM_CHUNK];
+#pragma unroll
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int j = base + k * nt;
+      const int64_t i = g0 + (j < gs ? j : 0);
+      ov[k] = o[r * di + i];
+      dv[k] = D[i / P];
+      cvv[k] = cv[r * conv_dim + i];
+      zv[k] = zx[r * in_rows + i];
+    }
+#pragma unroll
+    for (int k = 0; k < NORM_CHUNK; k++) {
+      const int j = base + k * nt;
+      if (j >= gs) break;
+      gated[j] = mamba2_gate_of(ov[k], dv[k], cvv[k], zv[k]);
+    }
   }
   __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
   rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr, &wp);

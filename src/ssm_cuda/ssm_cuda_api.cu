@@ -166,7 +166,7 @@ flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int
   return k;
 }
 
-/* mat4's rows per batch: 4 for the conventional step of a GDN state or of any state below
+/* mat4's rows per batch: 4 for the conventional step of a GDN state or of any state of at most
  * MAT4_WIDE_B rows, 8 otherwise. On the H200 at B = 256 (2026-12-04, docs/gpu-results.md "Session
  * 17", call 1) 4-row batches (fewer registers, more warps an SM) made the Qwen3.5 shapes'
  * conventional step 1.08-1.09x faster (69.4 -> 75.8 % and 71.8 -> 78.6 % of copy); the Mamba-2
@@ -174,14 +174,16 @@ flush_kernels flush_kernels_of(const ssm_cuda_state *st, const dev_state &d, int
  * more work per load in flight). Below MAT4_WIDE_B a step's few blocks are bound by one warp's
  * chain of instructions, not by bytes (session 35, Nsight Compute: the Mamba-2 fixture's step at
  * B = 16 issued 1525 instructions a warp, one warp a scheduler, ~6 cycles each), and 4-row
- * batches give a head of dv = 32 eight warps of 4 rows rather than four of 8. Same bits: each
- * row's sums are the butterfly's whatever the batch. RSSM_MAT4_ROWS=4 or 8 forces one (an A/B
+ * batches give a head of dv = 32 eight warps of 4 rows rather than four of 8. At B =
+ * MAT4_WIDE_B itself 4 rows too (H100, session 36 call 2: the Nemotron-3-Nano-4B shape's
+ * conventional step at B = 64 195.4 -> 190.0 us alone, its bench e2e step 8.919 -> 8.797 ms).
+ * Same bits: each row's sums are the butterfly's whatever the batch. RSSM_MAT4_ROWS=4 or 8 forces one (an A/B
  * switch, read once). */
 int mat4_batch_rows(const dev_state &d) {
   static const char *const four_eight[] = {"4", "8"};
   static const int forced = rssm_env_switch("RSSM_MAT4_ROWS", four_eight, 2, -1);
   if (forced >= 0) return forced == 0 ? 4 : 8;
-  return d.conventional && (d.gdn || d.B < MAT4_WIDE_B) ? 4 : 8;
+  return d.conventional && (d.gdn || d.B <= MAT4_WIDE_B) ? 4 : 8;
 }
 
 /* Materialise and store the flush rows of the current plan (their flag is FLUSH), or with fz.on
