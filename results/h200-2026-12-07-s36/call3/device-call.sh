@@ -12,6 +12,18 @@ cd "$(dirname "$0")/../../.."
 DEVICE_CALL_LIMIT=330
 . scripts/device_call_lib.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# (0) first, the checks of the changed kernels' bits (the norms against their CPU references,
+#     the forward in both modes, the attention lab), in case the call is cut short
+chk() { # NAME COMMAND...
+  local n=$1; shift
+  timeout 90 "$@" > "$W/chk-$n.log" 2>&1
+  stamp "check $n rc=$? $(tail -n 1 "$W/chk-$n.log")"
+}
+chk kernels $B/gpu_check_mc_kernels
+chk forward $B/gpu_check_mc_forward tests/fixtures 64
+chk forward-plain env RSSM_FUSED_NORMS=0 RSSM_FUSED_STEP=0 $B/gpu_check_mc_forward tests/fixtures 64
+chk attn-lab $B/gpu_check_attn_lab
+pack
 for rep in 1 2 3; do
   for m in nemotronh-m2-tiny qwen35-gdn-tiny; do
     e2e_fixture .devrun/old/replayssm $m old-$m-$rep
@@ -26,8 +38,7 @@ for s in qwen3.5-4b nemotron-3-nano-4b; do
 done
 RSSM_MAT4_ROWS=8 e2e_shape $B/replayssm nemotron-3-nano-4b rows8-nemotron-3-nano-4b
 pack
-gpu_session_run 230
-pack
+[ "$(left)" -gt 190 ] && { gpu_session_run $(( $(left) - 60 )); pack; }
 for s in qwen3.5-4b nemotron-3-nano-4b; do
   [ "$(left)" -gt 30 ] || { stamp "skip trace $s"; continue; }
   e2e_trace_shape $B/replayssm $s $s
