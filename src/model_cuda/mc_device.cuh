@@ -68,6 +68,25 @@ __device__ inline norm_w load_norm_w(const float *wg /* [gs] or NULL */, int gs)
  * elements: at the 4B shapes (H 2560-3136, 20-25 elements a thread) a norm added 16-21 us to the
  * step where its bytes take ~1 (session 36, tests/gpu/kernel_trace.c). */
 constexpr int NORM_CHUNK = 8;
+/* The chunk a norm kernel is instantiated with for a group of gs: 1 (each element's loads, then
+ * its stores, as before session 36) where a thread of NORM_THREADS has at most NORM_W_REGS
+ * elements, else NORM_CHUNK. Session 36 call 3 (H100): chunks of 8 everywhere took the 4B shapes'
+ * norms from 16-21 us to ~2-3, but made the fixtures' steps (H 256-320, 2-3 elements a thread)
+ * 13.6 / 15.8 us slower, ~0.7 us a norm launch, not located (the kernels' code grew from 29-30 to
+ * 48-106 registers and several times the instructions); with the chunk a template parameter the
+ * small groups run the per-element code. The same bits either way. */
+__host__ __device__ constexpr int norm_chunk_for(int64_t gs, int threads) {
+  return gs <= (int64_t)NORM_W_REGS * threads ? 1 : NORM_CHUNK;
+}
+/* The block of a norm kernel instantiated with NORM_CHUNK: 512 threads rather than `threads`, so
+ * that a group of up to 4096 is one chunk a thread (one round trip for its loads, where three
+ * chunks of 128 threads at H 2560-3136 were three: session 36 call 3, a norm still 8-9 us). The
+ * bits do not depend on the block size (lanes 0..7 make the sums; each element's scaling is its
+ * own). */
+constexpr int NORM_THREADS_WIDE = 512;
+__host__ __device__ constexpr int norm_threads_for(int64_t gs, int threads) {
+  return norm_chunk_for(gs, threads) == 1 ? threads : NORM_THREADS_WIDE;
+}
 
 /* One block normalises one group of gs floats (rmsnorm_kernel, and the fused add + norm of
  * mc_fused.cu, so that both compute the same bits): threads 0..7 make dot_f32's partial sums,
@@ -80,6 +99,7 @@ constexpr int NORM_CHUNK = 8;
  * thread's first weights already loaded (load_norm_w of wg), or NULL; the same bits either way.
  * A thread's elements go NORM_CHUNK at a time, loads first (NORM_CHUNK says why); each element's
  * operations are the same whichever chunk it is in. */
+template <int CH = NORM_CHUNK>
 __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [gs] */,
                                      __nv_bfloat16 *ybg /* [gs] or NULL */, int gs,
                                      const float *wg /* [gs] or NULL */, int plus_one, float eps,
@@ -92,28 +112,42 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
   if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(tree8(part) / (float)gs + eps);
   __syncthreads();
   const float inv = inv_s;
-  static_assert(NORM_W_REGS <= NORM_CHUNK, "the preloaded weights lie in the first chunk");
+  /* element i with its weight wi, gate zi: the same operations whichever way they came */
+  auto scale_one = [&](int i, float xi, float wi, float zi) {
+    float v = xi * inv;
+    if (wg) v = v * (plus_one ? 1.0f + wi : wi);
+    if (zg) v = v * silu(zi);
+    yg[i] = v;
+    if (ybg) ybg[i] = __float2bfloat16_rn(v);
+  };
   const int nt = blockDim.x;
-  for (int base = threadIdx.x, first = 1; base < gs; base += NORM_CHUNK * nt, first = 0) {
-    float xv[NORM_CHUNK], wv[NORM_CHUNK], zv[NORM_CHUNK];
+  if constexpr (CH == 1) { /* the per-element code of before session 36 */
+    int i = threadIdx.x;
+    if (wp) {
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
-      const int i = base + k * nt;
-      const bool in = i < gs;
-      const bool pre = wp && first && k < NORM_W_REGS; /* element k of the thread: wp->v[k] */
-      xv[k] = in ? xg[i] : 0.0f;
-      wv[k] = !wg || !in ? 0.0f : pre ? wp->v[k < NORM_W_REGS ? k : 0] : wg[i];
-      zv[k] = zg && in ? zg[i] : 0.0f;
+      for (int k = 0; k < NORM_W_REGS; k++, i += nt)
+        if (i < gs) scale_one(i, xg[i], wp->v[k], zg ? zg[i] : 0.0f);
     }
+    for (; i < gs; i += nt) scale_one(i, xg[i], wg ? wg[i] : 0.0f, zg ? zg[i] : 0.0f);
+  } else {
+    static_assert(CH >= NORM_W_REGS, "wp's weights lie in the first chunk");
+    for (int base = threadIdx.x, first = 1; base < gs; base += CH * nt, first = 0) {
+      float xv[CH], wv[CH], zv[CH];
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
-      const int i = base + k * nt;
-      if (i >= gs) break;
-      float v = xv[k] * inv;
-      if (wg) v = v * (plus_one ? 1.0f + wv[k] : wv[k]);
-      if (zg) v = v * silu(zv[k]);
-      yg[i] = v;
-      if (ybg) ybg[i] = __float2bfloat16_rn(v);
+      for (int k = 0; k < CH; k++) {
+        const int i = base + k * nt;
+        const bool in = i < gs;
+        const bool pre = wp && first && k < NORM_W_REGS; /* element k of the thread: wp->v[k] */
+        xv[k] = in ? xg[i] : 0.0f;
+        wv[k] = !wg || !in ? 0.0f : pre ? wp->v[k < NORM_W_REGS ? k : 0] : wg[i];
+        zv[k] = zg && in ? zg[i] : 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < CH; k++) {
+        const int i = base + k * nt;
+        if (i >= gs) break;
+        scale_one(i, xv[k], wv[k], zv[k]);
+      }
     }
   }
 }
@@ -122,16 +156,17 @@ __device__ inline void rmsnorm_group(const float *xg /* [gs] */, float *yg /* [g
  * (every thread its elements, NORM_CHUNK loads before their stores) when the launch gave one (xs
  * not NULL), else xg itself; ends with the barrier after which lanes 0..7 may read it. Every
  * thread of the block must call it. */
+template <int CH = NORM_CHUNK>
 __device__ inline const float *stage_group(float *xs /* [gs] shared, or NULL */,
                                            const float *xg /* [gs] */, int gs) {
   if (xs) {
     const int nt = blockDim.x;
-    for (int base = threadIdx.x; base < gs; base += NORM_CHUNK * nt) {
-      float v[NORM_CHUNK];
+    for (int base = threadIdx.x; base < gs; base += CH * nt) {
+      float v[CH];
 #pragma unroll
-      for (int k = 0; k < NORM_CHUNK; k++) v[k] = base + k * nt < gs ? xg[base + k * nt] : 0.0f;
+      for (int k = 0; k < CH; k++) v[k] = base + k * nt < gs ? xg[base + k * nt] : 0.0f;
 #pragma unroll
-      for (int k = 0; k < NORM_CHUNK; k++)
+      for (int k = 0; k < CH; k++)
         if (base + k * nt < gs) xs[base + k * nt] = v[k];
     }
   }

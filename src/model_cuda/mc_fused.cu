@@ -21,6 +21,7 @@ constexpr int QK_STAGE_MAX = 256; /* widest key head gdn_conv_prep_kernel stages
  * token's embedding row when embed is not NULL, or h as it is), written to h and, when staged,
  * to the block's shared copy of the row (mc_norm_stage_bytes), a barrier so that the norm's lanes
  * read it, then the norm; padding rows write ub's zeros only. */
+template <int CH>
 __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][H] or NULL */,
                                    const float *embed /* [V][H] or NULL */,
                                    const int64_t *tok /* [R] or NULL */, float *u /* [R][H] */,
@@ -40,19 +41,19 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
   const float *yr = y ? y + (int64_t)r * H : nullptr;     /* [H] */
   const float *er = embed ? embed + tok[r] * H : nullptr; /* [H]: the token's row */
   /* h = embed[tok] (mc_embed's copy), or h += y (the residual add: mc_add's bits); a thread's
-     elements NORM_CHUNK at a time, every load before the stores (NORM_CHUNK, mc_device.cuh) */
+     elements CH at a time, every load before the stores (norm_chunk_for, mc_device.cuh) */
   const int64_t nt = blockDim.x;
-  for (int64_t base = threadIdx.x; base < H; base += NORM_CHUNK * nt) {
-    float a[NORM_CHUNK], b[NORM_CHUNK];
+  for (int64_t base = threadIdx.x; base < H; base += CH * nt) {
+    float a[CH], b[CH];
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
+    for (int k = 0; k < CH; k++) {
       const int64_t i = base + k * nt;
       const bool in = i < H;
       a[k] = !in ? 0.0f : er ? er[i] : hr[i];
       b[k] = in && yr ? yr[i] : 0.0f;
     }
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
+    for (int k = 0; k < CH; k++) {
       const int64_t i = base + k * nt;
       if (i >= H) break;
       const float v = yr && !er ? a[k] + b[k] : a[k];
@@ -61,12 +62,13 @@ __global__ void add_rmsnorm_kernel(float *h /* [R][H] */, const float *y /* [R][
     }
   }
   __syncthreads();
-  rmsnorm_group(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr,
-                &wp);
+  rmsnorm_group<CH>(staged ? stage : hr, u + (int64_t)r * H, ubr, (int)H, w, plus_one, eps, nullptr,
+                    &wp);
 }
 
 /* One (group, row) per block, rows r < Rpad: mc_rmsnorm's grid with the gate and the bf16 copy
  * (rmsnorm_group); padding rows write yb's zeros only. */
+template <int CH>
 __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */,
                                     __nv_bfloat16 *yb /* [Rpad][ld] or NULL */,
                                     const float *z /* [R][ldz] or NULL */, int64_t ldz, int R,
@@ -85,8 +87,8 @@ __global__ void rmsnorm_gate_kernel(const float *x /* [R][ld] */, float *y /* [R
   }
   const float *xg = x + r * ld + (int64_t)g * gs;                /* [gs] */
   const float *zg = z ? z + r * ldz + (int64_t)g * gs : nullptr; /* [gs] */
-  rmsnorm_group(stage_group(staged ? stage : nullptr, xg, gs), y + r * ld + (int64_t)g * gs, ybg,
-                gs, wg, 0, eps, zg, &wp);
+  rmsnorm_group<CH>(stage_group<CH>(staged ? stage : nullptr, xg, gs), y + r * ld + (int64_t)g * gs,
+                    ybg, gs, wg, 0, eps, zg, &wp);
 }
 
 /* act[r][i] = the activation of the block's projection (SWIGLU: swiglu_of(gu[r][i],
@@ -205,6 +207,7 @@ __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
  * (mamba2_gate_of) into the block's shared copy (or, unstaged, into t), a barrier, then
  * rmsnorm_group into t with the group's own weight and the bf16 copy; padding rows write tb's
  * zeros only (rmsnorm_gate_kernel's rows). */
+template <int CH>
 __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
                                         const float *cv /* [R][conv_dim] */, int64_t conv_dim,
                                         const float *zx /* [R][in_rows] */, int64_t in_rows,
@@ -225,12 +228,12 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
   }
   float *tg = t + r * di + g0;        /* [gs] */
   float *gated = staged ? stage : tg; /* [gs]: the gate's values before the norm */
-  /* NORM_CHUNK elements a thread at a time, every load before the stores (mc_device.cuh) */
+  /* CH elements a thread at a time, every load before the stores (norm_chunk_for) */
   const int nt = blockDim.x;
-  for (int base = threadIdx.x; base < gs; base += NORM_CHUNK * nt) {
-    float ov[NORM_CHUNK], dv[NORM_CHUNK], cvv[NORM_CHUNK], zv[NORM_CHUNK];
+  for (int base = threadIdx.x; base < gs; base += CH * nt) {
+    float ov[CH], dv[CH], cvv[CH], zv[CH];
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
+    for (int k = 0; k < CH; k++) {
       const int j = base + k * nt;
       const int64_t i = g0 + (j < gs ? j : 0);
       ov[k] = o[r * di + i];
@@ -239,14 +242,14 @@ __global__ void mamba2_gate_norm_kernel(const float *o /* [R][di] */,
       zv[k] = zx[r * in_rows + i];
     }
 #pragma unroll
-    for (int k = 0; k < NORM_CHUNK; k++) {
+    for (int k = 0; k < CH; k++) {
       const int j = base + k * nt;
       if (j >= gs) break;
       gated[j] = mamba2_gate_of(ov[k], dv[k], cvv[k], zv[k]);
     }
   }
   __syncthreads(); /* the group's values, written by every thread, are read by lanes 0..7 */
-  rmsnorm_group(gated, tg, tbg, gs, w + g0, 0, eps, nullptr, &wp);
+  rmsnorm_group<CH>(gated, tg, tbg, gs, w + g0, 0, eps, nullptr, &wp);
 }
 
 unsigned row_blocks(int64_t n) { return row_blocks_for(n, EW_THREADS); }
@@ -293,9 +296,11 @@ int mc_add_rmsnorm(float *h, const float *y, float *u, void *ub, int R, int Rpad
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
   const int stage = mc_norm_stage_bytes(H);
-  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
-             y, (const float *)nullptr, (const int64_t *)nullptr, u, (__nv_bfloat16 *)ub, R, H, w,
-             plus_one, eps, stage > 0);
+  pdl_launch(
+      norm_chunk_for(H, NORM_THREADS) == 1 ? add_rmsnorm_kernel<1> : add_rmsnorm_kernel<NORM_CHUNK>,
+      (unsigned)rows, norm_threads_for(H, NORM_THREADS), (size_t)stage, as_stream(stream), h, y,
+      (const float *)nullptr, (const int64_t *)nullptr, u, (__nv_bfloat16 *)ub, R, H, w, plus_one,
+      eps, stage > 0);
   return launch_ok();
 }
 
@@ -304,9 +309,11 @@ int mc_embed_rmsnorm(const float *embed, const int64_t *tok, float *h, float *u,
   if (R < 1) return 0;
   const int rows = ub ? (Rpad > R ? Rpad : R) : R;
   const int stage = mc_norm_stage_bytes(H);
-  pdl_launch(add_rmsnorm_kernel, (unsigned)rows, NORM_THREADS, (size_t)stage, as_stream(stream), h,
-             (const float *)nullptr, embed, tok, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps,
-             stage > 0);
+  pdl_launch(
+      norm_chunk_for(H, NORM_THREADS) == 1 ? add_rmsnorm_kernel<1> : add_rmsnorm_kernel<NORM_CHUNK>,
+      (unsigned)rows, norm_threads_for(H, NORM_THREADS), (size_t)stage, as_stream(stream), h,
+      (const float *)nullptr, embed, tok, u, (__nv_bfloat16 *)ub, R, H, w, plus_one, eps,
+      stage > 0);
   return launch_ok();
 }
 
@@ -316,7 +323,9 @@ int mc_rmsnorm_gate(const float *x, float *y, void *yb, const float *z, int64_t 
   if (R < 1 || ngroups < 1) return 0;
   const int rows = yb ? (Rpad > R ? Rpad : R) : R;
   const int stage = mc_norm_stage_bytes(gs);
-  pdl_launch(rmsnorm_gate_kernel, dim3((unsigned)ngroups, (unsigned)rows), NORM_THREADS,
+  pdl_launch(norm_chunk_for(gs, NORM_THREADS) == 1 ? rmsnorm_gate_kernel<1>
+                                                   : rmsnorm_gate_kernel<NORM_CHUNK>,
+             dim3((unsigned)ngroups, (unsigned)rows), norm_threads_for(gs, NORM_THREADS),
              (size_t)stage, as_stream(stream), x, y, (__nv_bfloat16 *)yb, z, ldz, R, gs, ld, w,
              w_per_group, eps, stage > 0);
   return launch_ok();
@@ -371,9 +380,12 @@ int mc_mamba2_gate_norm(const float *o, const float *cv, int64_t conv_dim, const
   if (G < 1 || di % G != 0) return -1;
   const int rows = tb ? (Rpad > R ? Rpad : R) : R;
   const int stage = mc_norm_stage_bytes(di / G);
-  pdl_launch(mamba2_gate_norm_kernel, dim3((unsigned)G, (unsigned)rows), NORM_THREADS,
-             (size_t)stage, as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t,
-             (__nv_bfloat16 *)tb, R, P, (int)(di / G), di, w, eps, stage > 0);
+  const int64_t gs = di / G;
+  pdl_launch(norm_chunk_for(gs, NORM_THREADS) == 1 ? mamba2_gate_norm_kernel<1>
+                                                   : mamba2_gate_norm_kernel<NORM_CHUNK>,
+             dim3((unsigned)G, (unsigned)rows), norm_threads_for(gs, NORM_THREADS), (size_t)stage,
+             as_stream(stream), o, cv, conv_dim, zx, in_rows, D, t, (__nv_bfloat16 *)tb, R, P,
+             (int)(di / G), di, w, eps, stage > 0);
   return launch_ok();
 }
 

@@ -14,7 +14,8 @@ namespace {
 constexpr int NORM_THREADS = 128;
 constexpr int EW_THREADS = 256;
 
-/* One (group, row) per block (rmsnorm_group, mc_device.cuh). */
+/* One (group, row) per block (rmsnorm_group, mc_device.cuh; CH: norm_chunk_for). */
+template <int CH>
 __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld] */, int gs,
                                int64_t ld, const float *w, int w_per_group, int plus_one, float eps,
                                int staged) {
@@ -24,8 +25,8 @@ __global__ void rmsnorm_kernel(const float *x /* [R][ld] */, float *y /* [R][ld]
   const float *xg = x + r * ld + (int64_t)g * gs; /* [gs] */
   float *yg = y + r * ld + (int64_t)g * gs;       /* [gs] */
   const float *wg = w ? (w_per_group ? w + (int64_t)g * gs : w) : nullptr; /* [gs] */
-  rmsnorm_group(stage_group(staged ? stage : nullptr, xg, gs), yg, nullptr, gs, wg, plus_one, eps,
-                nullptr);
+  rmsnorm_group<CH>(stage_group<CH>(staged ? stage : nullptr, xg, gs), yg, nullptr, gs, wg,
+                    plus_one, eps, nullptr);
 }
 
 __global__ void embed_kernel(const float *embed /* [V][H] */, const int64_t *tok /* [R] */,
@@ -226,8 +227,10 @@ int mc_rmsnorm(const float *x, float *y, int R, int ngroups, int gs, int64_t ld,
                int w_per_group, int plus_one, float eps, void *stream) {
   if (R < 1 || ngroups < 1) return 0;
   const int stage = mc_norm_stage_bytes(gs);
-  pdl_launch(rmsnorm_kernel, dim3((unsigned)ngroups, (unsigned)R), NORM_THREADS, (size_t)stage,
-             as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps, stage > 0);
+  pdl_launch(norm_chunk_for(gs, NORM_THREADS) == 1 ? rmsnorm_kernel<1> : rmsnorm_kernel<NORM_CHUNK>,
+             dim3((unsigned)ngroups, (unsigned)R), norm_threads_for(gs, NORM_THREADS),
+             (size_t)stage, as_stream(stream), x, y, gs, ld, w, w_per_group, plus_one, eps,
+             stage > 0);
   return launch_ok();
 }
 
