@@ -71,6 +71,26 @@ e2e_trace_shape() {
   stamp "trace $3: $(grep '^step' "$W/trace-$3.txt")"
   rm -f "$W/trace-$3.csv"
 }
+# ab_rounds N OLD_BIN NEW_BIN MODEL...: N rounds of e2e_fixture per model on both builds, old
+# first (labels old-MODEL-ROUND, new-MODEL-ROUND): the same-call A/B of a change.
+ab_rounds() {
+  local n=$1 old=$2 new=$3 rep m
+  shift 3
+  for rep in $(seq 1 "$n"); do
+    for m in "$@"; do
+      e2e_fixture "$old" "$m" "old-$m-$rep"
+      e2e_fixture "$new" "$m" "new-$m-$rep"
+    done
+  done
+}
+# gpu_check NAME SECONDS COMMAND...: one GPU check under a time limit into $W/chk-NAME.log;
+# stamps its exit status and last line.
+gpu_check() {
+  local n=$1 t=$2
+  shift 2
+  timeout "$t" "$@" > "$W/chk-$n.log" 2>&1
+  stamp "check $n rc=$? $(tail -n 1 "$W/chk-$n.log")"
+}
 # hf_rounds N MODEL...: N rounds of e2e_fixture with transformers after it, per model, on
 # $B/replayssm (issue 18's same-call ratio; labels hf-MODEL-ROUND, transformers' JSON beside
 # them); a run is skipped when 25 s or less are left.
