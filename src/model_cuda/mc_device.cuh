@@ -71,9 +71,9 @@ constexpr int NORM_CHUNK = 8;
 /* The chunk a norm kernel is instantiated with for a group of gs: 1 (each element's loads, then
  * its stores, as before session 36) where a thread of NORM_THREADS has at most NORM_W_REGS
  * elements, else NORM_CHUNK. Session 36 call 3 (H100): chunks of 8 everywhere took the 4B shapes'
- * norms from 16-21 us to ~2-3, but made the fixtures' steps (H 256-320, 2-3 elements a thread)
- * 13.6 / 15.8 us slower, ~0.7 us a norm launch, not located (the kernels' code grew from 29-30 to
- * 48-106 registers and several times the instructions); with the chunk a template parameter the
+ * norms from 16-21 us to 8-9, but made the fixtures' steps (H 256-320, 2-3 elements a thread)
+ * 13.6 / 15.8 us slower, ~0.7 us a norm launch, not located (the kernels grew from 29-30 to 48-106
+ * registers, ptxas -v); with the chunk a template parameter the
  * small groups run the per-element code. The same bits either way. */
 __host__ __device__ constexpr int norm_chunk_for(int64_t gs, int threads) {
   return gs <= (int64_t)NORM_W_REGS * threads ? 1 : NORM_CHUNK;

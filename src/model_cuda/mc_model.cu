@@ -374,16 +374,16 @@ int dalloc(mc_batch *b, void **p, int64_t bytes) {
 }
 #define DALLOC(b, ptr, bytes) dalloc((b), (void **)&(ptr), (bytes))
 
-/* Pinned host memory mapped into the device's address space, zeroed: *host for the host,
- * *dev for kernels (mc_step_io.h). 0, or -1 with *host NULL. */
+/* Pinned host memory, zeroed, and with dev not NULL mapped into the device's address space: *host
+ * for the host, *dev for kernels (mc_step_io.h). 0, or -1 with *host NULL. */
 int pinned_mapped(void **host, void **dev, size_t bytes) {
   *host = nullptr;
-  if (cudaHostAlloc(host, bytes, cudaHostAllocMapped) != cudaSuccess) {
+  if (cudaHostAlloc(host, bytes, dev ? cudaHostAllocMapped : cudaHostAllocDefault) != cudaSuccess) {
     *host = nullptr;
     return -1;
   }
   memset(*host, 0, bytes);
-  if (cudaHostGetDevicePointer(dev, *host, 0) != cudaSuccess) {
+  if (dev && cudaHostGetDevicePointer(dev, *host, 0) != cudaSuccess) {
     cudaFreeHost(*host);
     *host = nullptr;
     return -1;
@@ -703,9 +703,10 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
                tok_rows = slots_rows > (size_t)RT ? slots_rows : (size_t)RT,
                tgt_slots = (size_t)MC_STEPS_MAX * (size_t)b->K,
                tgt_rows = tgt_slots > (size_t)RT ? tgt_slots : (size_t)RT;
-  ok = ok && pinned_mapped((void **)&b->h_tok, (void **)&b->d_h_tok, tok_rows * 8) == 0 &&
-       pinned_mapped((void **)&b->h_tgt, (void **)&b->d_h_tgt, tgt_rows * 8) == 0 &&
-       pinned_mapped((void **)&b->h_pos, (void **)&b->d_h_pos, tok_rows * 4) == 0 &&
+  /* the inputs pinned (copied in by cudaMemcpyAsync), the metrics also mapped (step_egress) */
+  ok = ok && pinned_mapped((void **)&b->h_tok, nullptr, tok_rows * 8) == 0 &&
+       pinned_mapped((void **)&b->h_tgt, nullptr, tgt_rows * 8) == 0 &&
+       pinned_mapped((void **)&b->h_pos, nullptr, tok_rows * 4) == 0 &&
        pinned_mapped((void **)&b->h_met, (void **)&b->d_h_met,
                      slots_rows * sizeof(mc_row_metrics)) == 0;
   ok = ok && DALLOC(b, b->slot_tok, (int64_t)slots_rows * 8) == 0 &&

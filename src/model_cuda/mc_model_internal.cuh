@@ -133,12 +133,12 @@ struct mc_batch {
   mc_row_metrics *met;       /* [R] */
   int64_t *tok, *tgt;        /* [RT] tokens of the step, targets [K] (T = 1) or [RT] (spec) */
   int *pos_d;                /* [RT] position of each token row */
-  /* pinned, mapped host buffers (cudaHostAllocMapped): the lockstep step's inputs and metrics
-   * move through them by kernels of the step's graph (mc_step_io.h); spec rounds copy them with
-   * cudaMemcpyAsync. d_h_* are their device views (cudaHostGetDevicePointer). */
-  int64_t *h_tok, *d_h_tok;  /* host [MC_STEPS_MAX][R] lockstep slots, or [RT] of a spec round */
-  int64_t *h_tgt, *d_h_tgt;  /* host [MC_STEPS_MAX][K] lockstep slots, or [RT] of a spec round */
-  int *h_pos, *d_h_pos;      /* host [MC_STEPS_MAX][R], or [RT] */
+  /* pinned host buffers: the step's inputs, copied to the device by cudaMemcpyAsync (into the
+   * lockstep slots below, or a spec round's rows); the metrics mapped (cudaHostAllocMapped),
+   * written by step_egress through their device view d_h_met (mc_step_io.h) */
+  int64_t *h_tok; /* host [MC_STEPS_MAX][R] lockstep slots, or [RT] of a spec round */
+  int64_t *h_tgt; /* host [MC_STEPS_MAX][K] lockstep slots, or [RT] of a spec round */
+  int *h_pos;     /* host [MC_STEPS_MAX][R], or [RT] */
   mc_row_metrics *h_met, *d_h_met; /* host [MC_STEPS_MAX][R] metrics of lockstep steps */
   /* device copies of a submission's lockstep slots, copied in before its steps (run_steps):
    * step_ingest reads them from device memory, not across PCIe (session 36: the ingest of the

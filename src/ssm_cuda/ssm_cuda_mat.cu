@@ -533,16 +533,9 @@ void launch_mat2(int M, bool all_f32, dim3 grid, size_t smem, cudaStream_t s, co
 }
 
 int mat4_rows_per_warp(int dv, int M, int rows, int B) {
-  if (B >= MAT4_WIDE_B) {
-    /* RSSM_MAT4_WIDE_WR=8 or 16: fewer rows a warp at wide B (an A/B switch, read once; the
-       bits do not depend on it) */
-    static const char *const wide[] = {"8", "16"};
-    static const int w = rssm_env_switch("RSSM_MAT4_WIDE_WR", wide, 2, -1);
-    int wr = w == 0 ? 8 : w == 1 ? 16 : 32;
-    wr = wr < rows ? rows : wr - wr % rows;
-    while (wr < 32 && (dv + wr - 1) / wr > mat4_max_warps(M, rows)) wr += rows;
-    return wr;
-  }
+  /* 32 at wide B: 16 or 8 rows a warp were slower at the 4B shapes' B = 64 (session 36 call 2,
+     docs/gpu-results.md: qwen4b 117.4 -> 120.4 / 150.0 us, nano 195.4 -> 216.8 us) */
+  if (B >= MAT4_WIDE_B) return 32;
   static const char *const eight_only[] = {"8"};
   static const bool eight = rssm_env_switch("RSSM_MAT4_WARPS", eight_only, 1, -1) == 0;
   const int most = eight ? 8 : mat4_max_warps(M, rows);
