@@ -68,7 +68,7 @@ static int parse_words(const char *text, bg_options *o, int which) {
       else
         cli_error(CMD,
                   "--variants: '%s' (expected a list of cublas, stream, splitk, stream4, mma4, "
-                  "mma8, mma16 or 0..6)",
+                  "mma8, mma16, wide or 0..7)",
                   t);
       return 2;
     }
@@ -107,7 +107,7 @@ int bg_parse(int argc, char **argv, bg_options *o) {
        .help = "GEMM precisions: fp32 (cublasSgemm without TF32), bf16 (bf16 W and X, fp32\n"
                "accumulation)"},
       {.name = "--variants", .type = CLI_STR, .dest = &variants, .meta = "LIST", .def = "all",
-       .help = "cublas,stream,splitk,stream4,mma4,mma8,mma16 (or 0..6; mma: bf16 only);\n"
+       .help = "cublas,stream,splitk,stream4,mma4,mma8,mma16,wide (or 0..7; mma, wide: bf16 only);\n"
                "docs/bench-gemm.md"},
       {.name = "--reps", .type = CLI_INT, .dest = &o->reps, .meta = "N", .def = "20", .lo = 1,
        .hi = 10000, .help = "timed launches per point (the median is reported)"},

@@ -244,6 +244,12 @@ int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols,
   }
   if (variant != GEMM_LAB_SPLITK) nsplit = 1;
   res->nsplit = nsplit;
+  if (variant == GEMM_LAB_WIDE) { /* its own count (the kernel's rule for this device) */
+    int dev = 0, sms = 1;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    res->nsplit = gemm_lab_wide_splits(variant, rows, cols, sms);
+  }
   if (cache_fill(p, rows, cols, err, errlen) != 0) return -1;
   const int order = gemm_lab_is_order(variant);
   if (order && cache.ref_split != nsplit) {
@@ -251,9 +257,10 @@ int gemm_check_variant(int variant, gemm_lab_prec p, int64_t rows, int64_t cols,
     cache.ref_split = nsplit;
   }
   const int kw = gemm_lab_mma_warps(variant);
-  const double bound = order ? gemm_lab_bound_order(p, cols, nsplit)
-                       : kw  ? gemm_lab_bound_mma(cols, kw)
-                             : gemm_lab_bound_cublas(cols);
+  const double bound = order                      ? gemm_lab_bound_order(p, cols, nsplit)
+                       : kw                         ? gemm_lab_bound_mma(cols, kw)
+                       : variant == GEMM_LAB_WIDE ? gemm_lab_bound_mma(cols, res->nsplit)
+                                                    : gemm_lab_bound_cublas(cols);
   static gemm_lab_ctx *c = NULL; /* one handle for every call (creating one costs ~0.1 s); the
                                     process's end frees it */
   if (!c && !(c = gemm_lab_create(NULL))) {

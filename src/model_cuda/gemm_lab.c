@@ -3,11 +3,13 @@
  * `bench gemm`, its tests) has it. */
 #include "src/model_cuda/gemm_lab.h"
 
+#include "src/model_cuda/mc_gemm_wide.h"
+
 #include <math.h>
 #include <string.h>
 
 static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk", "stream4",
-                                                      "mma4",   "mma8",   "mma16"};
+                                                      "mma4",   "mma8",   "mma16",  "wide"};
 
 const char *gemm_lab_name(int variant) {
   return variant >= 0 && variant < GEMM_LAB_NVARIANTS ? names[variant] : NULL;
@@ -34,7 +36,11 @@ int gemm_lab_mma_warps(int variant) {
 
 int gemm_lab_has_prec(int variant, gemm_lab_prec p) {
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return 0;
-  return p == GEMM_LAB_BF16 || gemm_lab_mma_warps(variant) == 0;
+  return p == GEMM_LAB_BF16 || (gemm_lab_mma_warps(variant) == 0 && variant != GEMM_LAB_WIDE);
+}
+
+int gemm_lab_wide_splits(int variant, int64_t rows, int64_t cols, int sms) {
+  return variant == GEMM_LAB_WIDE ? mc_gemm_wide_splits(rows, cols, sms) : 0;
 }
 
 const char *gemm_lab_prec_name(gemm_lab_prec p) { return p == GEMM_LAB_BF16 ? "bf16" : "fp32"; }

@@ -9,11 +9,15 @@
 #include "src/model_cuda/gemm_lab.h"
 #include "src/model_cuda/gemm_lab_stream.cuh"
 #include "src/model_cuda/mc_gemm_mma.h"
+#include "src/model_cuda/mc_gemm_wide.h"
 
 struct gemm_lab_ctx {
   cublasHandle_t blas;
   void *ws; /* [GEMM_LAB_WS] bytes: the handle's own workspace, as the runtime's batch */
   cudaStream_t stream;
+  int sms;               /* the device's multiprocessors (variant 7's split count) */
+  float *wide_scratch;   /* [mc_gemm_wide_scratch_max(sms)] variant 7's partial sums */
+  unsigned *wide_counts; /* [mc_gemm_wide_counters_max(sms)] its tile counters, zeroed */
 };
 
 namespace {
@@ -88,6 +92,15 @@ extern "C" gemm_lab_ctx *gemm_lab_create(void *stream) {
   ok = ok && cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS; /* no TF32 */
   ok = ok && cudaMalloc(&c->ws, GEMM_LAB_WS) == cudaSuccess;
   ok = ok && cublasSetWorkspace(c->blas, c->ws, GEMM_LAB_WS) == CUBLAS_STATUS_SUCCESS;
+  int dev = 0;
+  ok = ok && cudaGetDevice(&dev) == cudaSuccess &&
+       cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess;
+  const size_t nc = (size_t)mc_gemm_wide_counters_max(c->sms);
+  ok = ok &&
+       cudaMalloc((void **)&c->wide_scratch, mc_gemm_wide_scratch_max(c->sms) * sizeof(float)) ==
+           cudaSuccess &&
+       cudaMalloc((void **)&c->wide_counts, nc * sizeof(unsigned)) == cudaSuccess &&
+       cudaMemset(c->wide_counts, 0, nc * sizeof(unsigned)) == cudaSuccess;
   if (!ok) {
     gemm_lab_destroy(c);
     return nullptr;
@@ -99,6 +112,8 @@ extern "C" void gemm_lab_destroy(gemm_lab_ctx *c) {
   if (!c) return;
   if (c->blas) cublasDestroy(c->blas);
   if (c->ws) cudaFree(c->ws);
+  cudaFree(c->wide_scratch);
+  cudaFree(c->wide_counts);
   delete c;
 }
 
@@ -117,7 +132,12 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
     return mc_gemm_mma(static_cast<const uint16_t *>(W), X, 1, Y, rows, R, rows, cols, kw,
                        c->stream);
   const int64_t Ra = gemm_lab_rows_alloc(variant, R, tile);
+  if (variant == GEMM_LAB_WIDE && !mc_gemm_wide_supported(W, xb, R, rows, cols, rows)) return -2;
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
+  if (variant == GEMM_LAB_WIDE) /* xb, as the runtime's gemm_xb */
+    return mc_gemm_wide(static_cast<const uint16_t *>(W), xb, Y, rows, R, rows, cols,
+                        mc_gemm_wide_splits(rows, cols, c->sms), c->wide_scratch, c->wide_counts,
+                        c->stream);
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);
   const void *x = p == GEMM_LAB_BF16 ? static_cast<const void *>(xb) : static_cast<const void *>(X);
   return gemm_lab_launch_order(p, variant == GEMM_LAB_STREAM4, W, x, scratch, Y, R, rows, cols,

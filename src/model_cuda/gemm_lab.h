@@ -39,6 +39,11 @@
  *   6 mma16   and with 16 (the runtime picks one of the three by mc_gemm_mma_warps). The tensor
  *             cores' order, not THE FIXED ORDER: checked against gemm_lab_bound_mma; row
  *             invariance is printed, not required.
+ *   7 wide    bf16 only: the wide tensor-core kernel (mc_gemm_wide.h: 128 weight rows a block,
+ *             X staged in shared memory once per block, a cp.async pipeline, split-K at
+ *             mc_gemm_wide_splits' count for the device, the partials added in split order),
+ *             reading xb as the runtime does (X rounded first, as variant 0); checked against
+ *             gemm_lab_bound_mma at kw = its split count.
  *
  * THE FIXED ORDER (variants 1, 2 and 3, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
@@ -71,9 +76,10 @@ enum {
   GEMM_LAB_STREAM4 = 3,
   GEMM_LAB_MMA4 = 4,
   GEMM_LAB_MMA8 = 5,
-  GEMM_LAB_MMA16 = 6
+  GEMM_LAB_MMA16 = 6,
+  GEMM_LAB_WIDE = 7
 };
-#define GEMM_LAB_NVARIANTS 7
+#define GEMM_LAB_NVARIANTS 8
 typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
@@ -89,7 +95,8 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_NW_WIDE 4
 #define GEMM_LAB_RB_WIDE 8
 
-/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16" for 0..6; NULL otherwise. */
+/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16", "wide" for 0..7; NULL
+ * otherwise. */
 const char *gemm_lab_name(int variant);
 /* The variant numbered by name or digit ("1" or "stream"); -1 if none. */
 int gemm_lab_parse(const char *text);
@@ -100,7 +107,10 @@ const char *gemm_lab_prec_name(gemm_lab_prec p);
 int gemm_lab_is_order(int variant);
 /* The warps a block of an mma variant (4, 8, 16 for mma4, mma8, mma16), 0 for the others. */
 int gemm_lab_mma_warps(int variant);
-/* Whether the variant runs at precision p (the mma variants: bf16 only). */
+/* Variant 7's split count for a weight of rows x cols on the device of sms multiprocessors
+ * (mc_gemm_wide_splits); 0 for the other variants. */
+int gemm_lab_wide_splits(int variant, int64_t rows, int64_t cols, int sms);
+/* Whether the variant runs at precision p (the mma and wide variants: bf16 only). */
 int gemm_lab_has_prec(int variant, gemm_lab_prec p);
 /* Values of k per chunk (one 16-byte load of W): 8 for bf16, 4 for fp32. */
 int gemm_lab_chunk(gemm_lab_prec p);
@@ -151,7 +161,8 @@ void gemm_lab_ref64(gemm_lab_prec p, const void *W /* [rows][cols] */,
 double gemm_lab_bound_order(gemm_lab_prec p, int64_t cols, int nsplit);
 double gemm_lab_bound_cublas(int64_t cols);
 /*  - the mma variants (mc_gemm_mma.h): the tensor cores' sums as cuBLAS's (2u per addition),
- *    then the kw - 1 additions of the warps' partial sums: gamma' at d = cols + kw. */
+ *    then the kw - 1 additions of the warps' partial sums: gamma' at d = cols + kw; the wide
+ *    variant (mc_gemm_wide.h) the same with kw = its split count (nsplit - 1 additions). */
 double gemm_lab_bound_mma(int64_t cols, int kw);
 
 #ifdef RSSM_HAVE_CUDA
@@ -166,7 +177,9 @@ void gemm_lab_destroy(gemm_lab_ctx *c);
  * xb: bf16 scratch of Ra cols elements (bf16 only; X rounded into it first, as the runtime's xb).
  * scratch: gemm_lab_scratch_floats(R, rows, nsplit) floats (variant 2 only). tile: variant 0's
  * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer
- * 16-byte aligned. The mma variants read X itself (not xb) and need cols % 8 == 0. Returns 0, -1 on
+ * 16-byte aligned. The mma variants read X itself (not xb) and need cols % 8 == 0; the wide
+ * variant reads xb, needs cols % 8 == 0, and ignores nsplit and scratch (its count is
+ * gemm_lab_wide_splits', its scratch and tile counters the context's). Returns 0, -1 on
  * a launch or cuBLAS error, -2 when the arguments are not supported (R outside 1..64, nsplit
  * outside 1..GEMM_LAB_MAX_SPLITS, tile < 1, an mma variant at fp32 or on a shape
  * mc_gemm_mma_supported refuses). */

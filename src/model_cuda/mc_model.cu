@@ -26,6 +26,7 @@
 #include "src/model_cuda/mc_fit.h"
 #include "src/model_cuda/mc_fused.h"
 #include "src/model_cuda/mc_gemm_mma.h"
+#include "src/model_cuda/mc_gemm_wide.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
@@ -49,7 +50,15 @@ int gemm_kernel_choice(int64_t gemm_bytes) {
   const char *v = getenv("RSSM_GEMM_BF16");
   if (v && strcmp(v, "mma") == 0) return 1;
   if (v && strcmp(v, "cublas") == 0) return 0;
+  if (v && strcmp(v, "wide") == 0) return 0;
   return mc_gemm_mma_for_model(gemm_bytes);
+}
+
+/* RSSM_GEMM_BF16=wide: the wide tensor-core kernel (mc_gemm_wide.h) for every GEMM it takes,
+ * cuBLAS for the rest (an A/B switch of issue 18's 4B shapes; other bits for those GEMMs). */
+int gemm_wide_choice() {
+  const char *v = getenv("RSSM_GEMM_BF16");
+  return v && strcmp(v, "wide") == 0;
 }
 
 /* The tensor-core kernel's warps a block for a weight (mc_gemm_mma_warps); RSSM_GEMM_MMA16=0
@@ -328,6 +337,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
+  g->gemm_wide = g->prec == MC_GEMM_BF16 && !g->gemm_mma && gemm_wide_choice();
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
@@ -354,7 +364,10 @@ extern "C" int64_t mc_model_gemm_bytes(const mc_model *g) { return g ? g->gemm_b
 extern "C" int mc_model_row_tile(const mc_model *g) { return g ? g->row_tile : 0; }
 extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
 extern "C" const char *mc_model_gemm_kernel(const mc_model *g) {
-  return g && g->gemm_mma ? "tensor-core kernel" : "cuBLAS";
+  return !g             ? "cuBLAS"
+         : g->gemm_mma  ? "tensor-core kernel"
+         : g->gemm_wide ? "wide tensor-core kernel"
+                        : "cuBLAS";
 }
 extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
   return p == MC_GEMM_BF16 ? "bf16" : "fp32";
@@ -462,6 +475,27 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
              : 0;
 }
 
+/* bf16 models on the wide kernel (mc_gemm_wide.h): Y = W . xb for the batch's RT token rows, on
+ * pieces of up to 64 rows (its bits do not depend on the rows in a call; the padding rows are
+ * left as gemm_mma leaves them). Returns 0, -1 on a launch error, -2 when the kernel does not
+ * take the shape (nothing launched: cuBLAS then). */
+int gemm_wide(mc_batch *b, const void *W, int64_t rows, int64_t cols, const __nv_bfloat16 *xb,
+              float *Y /* [Rpad][ldy] */, int64_t ldy) {
+  const int R = b->RT, nsplit = mc_gemm_wide_splits(rows, cols, b->g->sms);
+  if (!mc_gemm_wide_supported(W, xb, R < MC_GEMM_WIDE_MAX_R ? R : MC_GEMM_WIDE_MAX_R, rows, cols,
+                              ldy))
+    return -2;
+  for (int r0 = 0; r0 < R; r0 += MC_GEMM_WIDE_MAX_R) {
+    const int n = R - r0 < MC_GEMM_WIDE_MAX_R ? R - r0 : MC_GEMM_WIDE_MAX_R;
+    if (mc_gemm_wide(static_cast<const uint16_t *>(W),
+                     reinterpret_cast<const uint16_t *>(xb + (int64_t)r0 * cols),
+                     Y + (int64_t)r0 * ldy, ldy, n, rows, cols, nsplit, b->wide_scratch,
+                     b->wide_counts, b->stream) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 /* bf16 models: Y = W . xb on the row tiles, xb [Rpad][cols] already holding the bf16 input (made
  * by gemm below, or by the fused kernel that produced X: mc_fused.h). */
 int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
@@ -472,6 +506,10 @@ int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* 
   if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols) return -1;
   if (b->g->gemm_mma) {
     const int rc = gemm_mma(b, W, rows, cols, xb, 0, Y, ldy);
+    if (rc != -2) return rc;
+  }
+  if (b->g->gemm_wide) {
+    const int rc = gemm_wide(b, W, rows, cols, xb, Y, ldy);
     if (rc != -2) return rc;
   }
   for (int r0 = 0; r0 < b->Rpad; r0 += tile)
@@ -555,14 +593,14 @@ extern "C" void mc_batch_free(mc_batch *b) {
   free(b->kc);
   free(b->vc);
   free(b->eng);
-  void *ds[] = {b->h,        b->u,        b->y,        b->proj,      b->act,         b->cv,
-                b->e_alpha,  b->e_beta,   b->e_v,      b->e_o,       b->e_k,         b->e_q,
-                b->aq,       b->part_ml,  b->part_acc, b->logits,    b->rope_cos,    b->rope_sin,
-                b->stats,    b->met,      b->tok,      b->tgt,       b->pos_d,       b->blas_ws,
-                b->xb,       b->xb_act,   b->mo_lg,    b->mo_scr,    b->mo_idx,      b->mo_wt,
-                b->mo_h,     b->mo_y,     b->mo_acc,   b->mo_xl,     b->mo_sp,       b->mo_sa,
-                b->mo_so,    b->n_d,      b->a_d,      b->ref_row_d, b->cache_row_d, b->slot_d,
-                b->slot_tok, b->slot_pos, b->slot_tgt};
+  void *ds[] = {b->h,        b->u,        b->y,        b->proj,         b->act,         b->cv,
+                b->e_alpha,  b->e_beta,   b->e_v,      b->e_o,          b->e_k,         b->e_q,
+                b->aq,       b->part_ml,  b->part_acc, b->logits,       b->rope_cos,    b->rope_sin,
+                b->stats,    b->met,      b->tok,      b->tgt,          b->pos_d,       b->blas_ws,
+                b->xb,       b->xb_act,   b->mo_lg,    b->mo_scr,       b->mo_idx,      b->mo_wt,
+                b->mo_h,     b->mo_y,     b->mo_acc,   b->mo_xl,        b->mo_sp,       b->mo_sa,
+                b->mo_so,    b->n_d,      b->a_d,      b->ref_row_d,    b->cache_row_d, b->slot_d,
+                b->slot_tok, b->slot_pos, b->slot_tgt, b->wide_scratch, b->wide_counts};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -625,7 +663,10 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
   /* bf16 GEMMs: their rounded input, as wide as the widest GEMM input */
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16)
-    need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 : 0); /* xb, xb_act */
+    need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 : 0) + /* xb, xb_act */
+            (g->gemm_wide ? (int64_t)mc_gemm_wide_scratch_max(g->sms) * F +
+                                mc_gemm_wide_counters_max(g->sms) * 4
+                          : 0); /* the wide kernel's scratch */
   batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols};
   return z;
 }
@@ -771,6 +812,10 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
     /* the tensor-core kernel's MLP activation, its bf16 copy (gemm_mlp_act) */
     if (ok && g->gemm_mma) ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0;
+    /* the wide kernel's split partials and tile counters (zeroed: dalloc) */
+    if (ok && g->gemm_wide)
+      ok = DALLOC(b, b->wide_scratch, (int64_t)mc_gemm_wide_scratch_max(g->sms) * F) == 0 &&
+           DALLOC(b, b->wide_counts, mc_gemm_wide_counters_max(g->sms) * 4) == 0;
   }
   if (ok && m->n_attn > 0) {
     /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */

@@ -70,6 +70,9 @@ struct mc_model {
    * chosen at upload by mc_gemm_mma_for_model from the GEMM bytes, RSSM_GEMM_BF16 overriding
    * (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
+  /* bf16 models: 1 where the wide tensor-core kernel (mc_gemm_wide.h)
+   * takes the GEMMs that cuBLAS would (RSSM_GEMM_BF16=wide); 0 otherwise */
+  int gemm_wide;
 };
 
 struct mc_batch {
@@ -97,6 +100,9 @@ struct mc_batch {
                                 by its input projection (models on the tensor-core kernel, else
                                 NULL): mc_gemm_mma_act cannot write into xb while reading it */
   int64_t gemm_cols;         /* the widest GEMM input (bf16 models) */
+  float *wide_scratch;       /* [mc_gemm_wide_scratch_max(sms)] the wide kernel's split partials
+                                (models on it, else NULL) */
+  unsigned *wide_counts;     /* [mc_gemm_wide_counters_max(sms)] its tile counters, zeroed */
   /* per block (NULL where the block has none) */
   float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */
   float **kc, **vc;          /* [nblocks] -> [R][max_ctx][nKV][D] */

@@ -45,7 +45,7 @@ Test(bench_gemm_cli, no_device_is_one_line_and_exit_2) {
 Test(bench_gemm_cli, usage_errors_are_one_line_and_exit_2) {
   const char *bad[][2] = {
       {"--shape", "qwen9b"}, {"--shape", ""},      {"--shape", "tiny"}, {"--prec", "fp16"},
-      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "7"}, {"--variants", "stream,x"},
+      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "8"}, {"--variants", "stream,x"},
       {"--rows", "0"},       {"--rows", "65"},     {"--rows", "16,"},   {"--rows", "1a"},
       {"--reps", "0"},       {"--warmup", "-1"},   {"--tile", "65"},    {"--bogus", "1"},
       {"--flush", "maybe"},  {"--flush", ""},
@@ -102,18 +102,20 @@ Test(gemm_lab, names_chunks_and_splits) {
     cr_assert_eq(gemm_lab_parse(gemm_lab_name(v)), v);
     cr_assert_eq(gemm_lab_parse(d), v);
   }
-  cr_assert_eq(gemm_lab_parse("7"), -1);
+  cr_assert_eq(gemm_lab_parse("8"), -1);
+  cr_assert_eq(gemm_lab_parse("wide"), GEMM_LAB_WIDE);
   cr_assert_eq(gemm_lab_parse("mma"), -1);
   cr_assert_eq(gemm_lab_parse("stream4"), GEMM_LAB_STREAM4);
   cr_assert_eq(gemm_lab_parse("mma8"), GEMM_LAB_MMA8);
   cr_assert_eq(gemm_lab_parse("mma16"), GEMM_LAB_MMA16);
-  cr_assert_null(gemm_lab_name(7));
+  cr_assert_null(gemm_lab_name(8));
   cr_assert_null(gemm_lab_name(-1));
   /* which variants are THE FIXED ORDER (bit-exact, row-invariant required) and which precisions
      each runs at (the tensor-core kernel: bf16 only) */
   for (int v = 0; v < GEMM_LAB_NVARIANTS; v++) {
     const int order = v == GEMM_LAB_STREAM || v == GEMM_LAB_SPLITK || v == GEMM_LAB_STREAM4;
-    const int mma = v == GEMM_LAB_MMA4 || v == GEMM_LAB_MMA8 || v == GEMM_LAB_MMA16;
+    const int mma = v == GEMM_LAB_MMA4 || v == GEMM_LAB_MMA8 || v == GEMM_LAB_MMA16 ||
+                    v == GEMM_LAB_WIDE; /* tensor cores: bf16 only */
     cr_assert_eq(gemm_lab_is_order(v), order, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_BF16), 1, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_FP32), !mma, "variant %d", v);

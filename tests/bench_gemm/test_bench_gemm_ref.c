@@ -11,6 +11,7 @@
 
 #include "src/model_cuda/gemm_lab.h"
 #include "src/model_cuda/mc_gemm_mma.h"
+#include "src/model_cuda/mc_gemm_wide.h"
 
 static uint64_t st = 0x5eedULL;
 static double u01(void) {
@@ -165,4 +166,49 @@ Test(gemm_mma, warps_and_supported_shapes) {
   cr_assert_eq(mc_gemm_mma_row_tiles(17), 4);
   cr_assert_eq(mc_gemm_mma_row_tiles(33), 8);
   cr_assert_eq(mc_gemm_mma_row_tiles(64), 8);
+}
+
+/* The wide tensor-core kernel's split rule (mc_gemm_wide.h) on the 4B shapes (132 SMs, 264
+ * slots): the 2560-row projections (20 tiles of 128) split into as many >= 8-tile ranges as fit
+ * one wave, the 12352-row GDN input projection in 2, the 18432-row MLP input projection and the
+ * lm_head not at all; every split non-empty; the scratch and counter bounds hold for every split
+ * weight; the shapes it refuses. */
+Test(gemm_wide, splits_and_bounds) {
+  cr_assert_eq(mc_gemm_wide_splits(2560, 4096, 132), 8);   /* 64 k-tiles: 8 of 8 */
+  cr_assert_eq(mc_gemm_wide_splits(2560, 9216, 132), 12);  /* 144: 264 / 20 = 13 -> 12 of 12 */
+  cr_assert_eq(mc_gemm_wide_splits(12352, 2560, 132), 2);  /* 97 tiles, 40 k-tiles */
+  cr_assert_eq(mc_gemm_wide_splits(18432, 2560, 132), 1);  /* 144 tiles: one each */
+  cr_assert_eq(mc_gemm_wide_splits(248320, 2560, 132), 1); /* the lm_head: many waves */
+  cr_assert_eq(mc_gemm_wide_splits(256, 256, 132), 1);     /* 4 k-tiles: no split of 8 */
+  cr_assert_eq(mc_gemm_wide_splits(2560, 4096, 0), 1);     /* no device figure */
+  cr_assert_eq(mc_gemm_wide_tiles_per_split(9216, 12), 12);
+  cr_assert_eq(mc_gemm_wide_tiles_per_split(4096, 8), 8);
+  const int sms[] = {1, 78, 114, 132};
+  for (int si = 0; si < 4; si++)
+    for (int64_t rows = 1; rows <= 40000; rows = rows * 3 + 7)
+      for (int64_t cols = 8; cols <= 20000; cols = cols * 2 + 8) {
+        const int n = mc_gemm_wide_splits(rows, cols, sms[si]);
+        const int64_t nkt = (cols + 63) / 64, per = mc_gemm_wide_tiles_per_split(cols, n);
+        const int64_t tiles = (rows + 127) / 128;
+        cr_assert(n >= 1 && n <= MC_GEMM_WIDE_MAX_SPLITS, "rows %lld cols %lld", (long long)rows,
+                  (long long)cols);
+        cr_assert((n - 1) * per < nkt, "an empty split: rows %lld cols %lld n %d", (long long)rows,
+                  (long long)cols, n);
+        if (n > 1) {
+          cr_assert(per >= MC_GEMM_WIDE_MIN_TILES);
+          cr_assert(tiles * n <= (int64_t)MC_GEMM_WIDE_SM_BLOCKS * sms[si]);
+          cr_assert(tiles <= mc_gemm_wide_counters_max(sms[si]));
+          cr_assert(mc_gemm_wide_scratch_floats(MC_GEMM_WIDE_MAX_R, rows, n) <=
+                    mc_gemm_wide_scratch_max(sms[si]));
+        }
+      }
+  cr_assert_eq(mc_gemm_wide_scratch_floats(64, 2560, 1), 0);
+  cr_assert_eq(mc_gemm_wide_scratch_floats(64, 2560, 8), (size_t)8 * 64 * 2560);
+  _Alignas(16) static uint16_t wb[64];
+  cr_assert(mc_gemm_wide_supported(wb, wb, 64, 2560, 4096, 2560));
+  cr_assert(!mc_gemm_wide_supported(wb, wb, 65, 2560, 4096, 2560)); /* more than 64 rows of X */
+  cr_assert(!mc_gemm_wide_supported(wb, wb, 0, 2560, 4096, 2560));
+  cr_assert(!mc_gemm_wide_supported(wb, wb, 16, 2560, 4100, 2560)); /* cols % 8 */
+  cr_assert(!mc_gemm_wide_supported(wb, wb, 16, 2560, 4096, 2559)); /* ldy < rows */
+  cr_assert(!mc_gemm_wide_supported(wb + 1, wb, 16, 2560, 4096, 2560)); /* unaligned W */
 }

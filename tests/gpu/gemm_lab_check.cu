@@ -10,7 +10,8 @@
  * multiple of a block's 8 weight rows, a single weight row. Row counts: every R = 1..64 for the
  * small shapes; 1, 7, 16, 17, 33, 63, 64 for the 4B ones. Both precisions; variant 0 on tiles of
  * 16 and 64; variants 4, 5 and 6 (mma4, mma8, mma16: bf16, shapes with cols % 8 == 0, within
- * gemm_lab_bound_mma, row invariance printed); variants 1 and 3 (stream, stream4: the same order in two warp shapes);
+ * gemm_lab_bound_mma, row invariance printed); variant 7 (wide: bf16, cols % 8 == 0, within
+ * gemm_lab_bound_mma at its split count, row invariance printed); variants 1 and 3 (stream, stream4: the same order in two warp shapes);
  * variant 2 at gemm_lab_splits' count for this device and at forced counts 3 (empty trailing ranges allowed) and 7
  * (when the shape has 7 x 32 chunks). Then mc_gemm_mma_act (an MLP's input projection with its SwiGLU or ReLU^2 and the
  * bf16 rounding in one launch) bit for bit against mc_gemm_mma followed by mc_swiglu_bf16 / mc_relu2_bf16. Exit status
@@ -170,11 +171,12 @@ int main() {
           {GEMM_LAB_CUBLAS, 16, 1}, {GEMM_LAB_CUBLAS, 64, 1}, {GEMM_LAB_STREAM, 16, 1}, {GEMM_LAB_STREAM4, 16, 1},
           {GEMM_LAB_SPLITK, 16, gemm_lab_splits(s.rows, s.cols, p, sms)}, {GEMM_LAB_SPLITK, 16, 3},
           {GEMM_LAB_SPLITK, 16, 7}, {GEMM_LAB_MMA4, 16, 1}, {GEMM_LAB_MMA8, 16, 1},
-          {GEMM_LAB_MMA16, 16, 1}};
+          {GEMM_LAB_MMA16, 16, 1}, {GEMM_LAB_WIDE, 16, 1}};
       for (const auto &run : runs) {
         if (run.v == GEMM_LAB_SPLITK && run.nsplit == 7 && nchunks < 32LL * 7) continue;
         /* the tensor-core kernel: bf16 only, whole 16-byte rows (cols % 8 == 0) */
-        if (!gemm_lab_has_prec(run.v, p) || (gemm_lab_mma_warps(run.v) && s.cols % 8))
+        if (!gemm_lab_has_prec(run.v, p) ||
+            ((gemm_lab_mma_warps(run.v) || run.v == GEMM_LAB_WIDE) && s.cols % 8))
           continue;
         gemm_check_result r;
         char err[256] = "";
