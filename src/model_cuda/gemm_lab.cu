@@ -101,6 +101,7 @@ extern "C" gemm_lab_ctx *gemm_lab_create(void *stream) {
            cudaSuccess &&
        cudaMalloc((void **)&c->wide_counts, nc * sizeof(unsigned)) == cudaSuccess &&
        cudaMemset(c->wide_counts, 0, nc * sizeof(unsigned)) == cudaSuccess;
+  (void)mc_gemm_wide_prepare(); /* before any capture; a device without it: variant 7 refuses */
   if (!ok) {
     gemm_lab_destroy(c);
     return nullptr;

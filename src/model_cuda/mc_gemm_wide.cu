@@ -179,12 +179,21 @@ __global__ void __launch_bounds__(THREADS, MC_GEMM_WIDE_SM_BLOCKS)
   if (threadIdx.x == 0) counters[tile] = 0u; /* for the next call on this stream */
 }
 
+/* the kernels' 96 KiB of dynamic shared memory (over the default 48), set once per process */
+bool allow_smem() {
+  static const bool ok =
+      cudaFuncSetAttribute(gemm_wide_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           SMEM_BYTES) == cudaSuccess &&
+      cudaFuncSetAttribute(gemm_wide_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           SMEM_BYTES) == cudaSuccess &&
+      cudaFuncSetAttribute(gemm_wide_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           SMEM_BYTES) == cudaSuccess;
+  return ok;
+}
+
 template <int NP>
 void launch(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R, int rows, int cols,
             int nsplit, int per, float *scratch, unsigned *counters, cudaStream_t s) {
-  static const cudaError_t e = cudaFuncSetAttribute(
-      gemm_wide_kernel<NP>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-  (void)e;
   const dim3 grid((unsigned)((rows + BN - 1) / BN), (unsigned)nsplit);
   pdl_launch(gemm_wide_kernel<NP>, grid, dim3(THREADS), (size_t)SMEM_BYTES, s, W, X, Y, ldy, R,
              rows, cols, per, scratch, counters);
@@ -201,11 +210,14 @@ bool device_has_mma() {
 
 }  // namespace
 
+extern "C" int mc_gemm_wide_prepare(void) { return device_has_mma() && allow_smem() ? 0 : -1; }
+
 extern "C" int mc_gemm_wide(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R,
                             int64_t rows, int64_t cols, int nsplit, float *scratch,
                             unsigned *counters, void *stream) {
   static const bool has_mma = device_has_mma();
-  if (!has_mma || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) || nsplit < 1 || nsplit > 65535)
+  if (!has_mma || !allow_smem() || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) ||
+      nsplit < 1 || nsplit > 65535)
     return -2;
   const int64_t nkt = (cols + KT - 1) / KT, per = mc_gemm_wide_tiles_per_split(cols, nsplit);
   if ((int64_t)(nsplit - 1) * per >= nkt) return -2; /* an empty split */

@@ -63,6 +63,11 @@ int mc_gemm_wide_supported(const void *W, const void *X, int R, int64_t rows, in
                            int64_t ldy);
 
 #ifdef RSSM_HAVE_CUDA
+/* Sets the kernels' shared-memory attribute (once per process; mc_gemm_wide does it too, but a
+ * batch calls this when it is built, so that no first call happens inside a graph capture).
+ * 0, or -1 on a device before sm_80 or an error. */
+int mc_gemm_wide_prepare(void);
+
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched), nsplit = mc_gemm_wide_splits(rows,
  * cols, device SMs) (another value is accepted if every split is non-empty: the lab's forced
  * counts). scratch: mc_gemm_wide_scratch_floats(R, rows, nsplit) floats and counters:

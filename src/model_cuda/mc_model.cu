@@ -815,7 +815,8 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
     /* the wide kernel's split partials and tile counters (zeroed: dalloc) */
     if (ok && g->gemm_wide)
       ok = DALLOC(b, b->wide_scratch, (int64_t)mc_gemm_wide_scratch_max(g->sms) * F) == 0 &&
-           DALLOC(b, b->wide_counts, mc_gemm_wide_counters_max(g->sms) * 4) == 0;
+           DALLOC(b, b->wide_counts, mc_gemm_wide_counters_max(g->sms) * 4) == 0 &&
+           mc_gemm_wide_prepare() == 0;
   }
   if (ok && m->n_attn > 0) {
     /* separate allocations: part_acc is 256-byte aligned whatever nsplit is */
