@@ -17,7 +17,6 @@ struct gemm_lab_ctx {
   cudaStream_t stream;
   int sms;               /* the device's multiprocessors (variant 7's split count) */
   float *wide_scratch;   /* [mc_gemm_wide_scratch_max(sms)] variant 7's partial sums */
-  unsigned *wide_counts; /* [mc_gemm_wide_counters_max(sms)] its tile counters, zeroed */
 };
 
 namespace {
@@ -95,12 +94,9 @@ extern "C" gemm_lab_ctx *gemm_lab_create(void *stream) {
   int dev = 0;
   ok = ok && cudaGetDevice(&dev) == cudaSuccess &&
        cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess;
-  const size_t nc = (size_t)mc_gemm_wide_counters_max(c->sms);
   ok = ok &&
        cudaMalloc((void **)&c->wide_scratch, mc_gemm_wide_scratch_max(c->sms) * sizeof(float)) ==
-           cudaSuccess &&
-       cudaMalloc((void **)&c->wide_counts, nc * sizeof(unsigned)) == cudaSuccess &&
-       cudaMemset(c->wide_counts, 0, nc * sizeof(unsigned)) == cudaSuccess;
+           cudaSuccess;
   (void)mc_gemm_wide_prepare(); /* before any capture; a device without it: variant 7 refuses */
   if (!ok) {
     gemm_lab_destroy(c);
@@ -114,7 +110,6 @@ extern "C" void gemm_lab_destroy(gemm_lab_ctx *c) {
   if (c->blas) cublasDestroy(c->blas);
   if (c->ws) cudaFree(c->ws);
   cudaFree(c->wide_scratch);
-  cudaFree(c->wide_counts);
   delete c;
 }
 
@@ -137,7 +132,7 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_WIDE) /* xb, as the runtime's gemm_xb */
     return mc_gemm_wide(static_cast<const uint16_t *>(W), xb, Y, rows, R, rows, cols,
-                        mc_gemm_wide_splits(rows, cols, c->sms), c->wide_scratch, c->wide_counts,
+                        mc_gemm_wide_splits(rows, cols, c->sms), c->wide_scratch,
                         c->stream);
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);
   const void *x = p == GEMM_LAB_BF16 ? static_cast<const void *>(xb) : static_cast<const void *>(X);

@@ -41,7 +41,8 @@
  *             invariance is printed, not required.
  *   7 wide    bf16 only: the wide tensor-core kernel (mc_gemm_wide.h: 128 weight rows a block,
  *             X staged in shared memory once per block, a cp.async pipeline, split-K at
- *             mc_gemm_wide_splits' count for the device, the partials added in split order),
+ *             mc_gemm_wide_splits' count for the device, the partials added in split order by
+ *             a second kernel),
  *             reading xb as the runtime does (X rounded first, as variant 0); checked against
  *             gemm_lab_bound_mma at kw = its split count.
  *
@@ -179,7 +180,7 @@ void gemm_lab_destroy(gemm_lab_ctx *c);
  * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer
  * 16-byte aligned. The mma variants read X itself (not xb) and need cols % 8 == 0; the wide
  * variant reads xb, needs cols % 8 == 0, and ignores nsplit and scratch (its count is
- * gemm_lab_wide_splits', its scratch and tile counters the context's). Returns 0, -1 on
+ * gemm_lab_wide_splits', its scratch the context's). Returns 0, -1 on
  * a launch or cuBLAS error, -2 when the arguments are not supported (R outside 1..64, nsplit
  * outside 1..GEMM_LAB_MAX_SPLITS, tile < 1, an mma variant at fp32 or on a shape
  * mc_gemm_mma_supported refuses). */

@@ -34,10 +34,6 @@ size_t mc_gemm_wide_scratch_max(int sms) {
   return (size_t)MC_GEMM_WIDE_MAX_R * MC_GEMM_WIDE_ROWS * (size_t)slots;
 }
 
-int64_t mc_gemm_wide_counters_max(int sms) {
-  return (int64_t)MC_GEMM_WIDE_SM_BLOCKS * (sms > 0 ? sms : 1);
-}
-
 int mc_gemm_wide_supported(const void *W, const void *X, int R, int64_t rows, int64_t cols,
                            int64_t ldy) {
   if (R < 1 || R > MC_GEMM_WIDE_MAX_R || rows < 1 || cols < 1) return 0;

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(THREADS, MC_GEMM_WIDE_SM_BLOCKS)
     gemm_wide_kernel(const uint16_t *__restrict__ W /* [rows][cols] */,
                      const uint16_t *__restrict__ X /* [R][cols] */, float *Y /* [R][ldy] */,
                      int64_t ldy, int R, int rows, int cols, int tiles_per_split,
-                     float *scratch /* [nsplit][R][rows] */, unsigned *counters /* [tiles] */) {
+                     float *scratch /* [nsplit][R][rows] */) {
   pdl_trigger();
   extern __shared__ __align__(128) unsigned char smem[]; /* [STAGES][STAGE_BYTES] */
   const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
@@ -103,16 +103,22 @@ __global__ void __launch_bounds__(THREADS, MC_GEMM_WIDE_SM_BLOCKS)
   const int n0 = tile * BN, nkt = (cols + KT - 1) / KT;
   const int kt0 = split * tiles_per_split;
   const int nk = min(nkt, kt0 + tiles_per_split) - kt0; /* >= 1: the launcher's check */
+  /* the block's i-th tile: its range rotated by the tile index, so that the blocks running at
+     once read different X tiles (all of them reading one X tile at the same moment hammer the
+     same L2 lines); the order of an output's sum is then a function of its tile, cols and
+     nsplit, still not of R */
+  const int rot = tile % nk;
+  auto ktile = [&](int i) { return kt0 + (i + rot) % nk; };
 
   /* the first STAGES - 1 tiles' W before the wait, their X after it; one commit group a stage
      (the first also holds the W requested before the wait) */
 #pragma unroll
   for (int i = 0; i < STAGES - 1; i++)
-    if (i < nk) load_w(base + i * STAGE_BYTES, W, n0, kt0 + i, rows, cols);
+    if (i < nk) load_w(base + i * STAGE_BYTES, W, n0, ktile(i), rows, cols);
   pdl_wait();
 #pragma unroll
   for (int i = 0; i < STAGES - 1; i++) {
-    if (i < nk) load_x<NP>(base + i * STAGE_BYTES + W_BYTES, X, kt0 + i, R, cols);
+    if (i < nk) load_x<NP>(base + i * STAGE_BYTES + W_BYTES, X, ktile(i), R, cols);
     cp_commit();
   }
 
@@ -125,8 +131,8 @@ __global__ void __launch_bounds__(THREADS, MC_GEMM_WIDE_SM_BLOCKS)
     const int nx = i + STAGES - 1;
     if (nx < nk) {
       const uint32_t st = base + (nx % STAGES) * STAGE_BYTES;
-      load_w(st, W, n0, kt0 + nx, rows, cols);
-      load_x<NP>(st + W_BYTES, X, kt0 + nx, R, cols);
+      load_w(st, W, n0, ktile(nx), rows, cols);
+      load_x<NP>(st + W_BYTES, X, ktile(nx), R, cols);
     }
     cp_commit(); /* possibly empty: the group count stays one a tile */
     const uint32_t sw = base + (i % STAGES) * STAGE_BYTES, sx = sw + W_BYTES;
@@ -157,26 +163,45 @@ __global__ void __launch_bounds__(THREADS, MC_GEMM_WIDE_SM_BLOCKS)
       const int r = 8 * j + 2 * t + (e & 1), n = na + (e >> 1) * 8;
       if (r < R && n < rows) dst[(int64_t)r * ld + n] = acc[j][e];
     }
-  if (nsplit == 1) return;
+}
 
-  /* the tile's last block to finish adds the nsplit partial sums in split order (a fixed order,
-     whichever block is last); each block's stores are made visible before it counts itself */
-  __threadfence();
-  __syncthreads(); /* every thread's stores fenced; the pipeline's shared memory is free */
-  int *last = reinterpret_cast<int *>(smem);
-  if (threadIdx.x == 0) *last = atomicAdd(&counters[tile], 1u) == (unsigned)(nsplit - 1);
-  __syncthreads();
-  if (!*last) return;
-  __threadfence();
-  for (int idx = threadIdx.x; idx < R * BN; idx += THREADS) {
-    const int r = idx / BN, n = n0 + idx % BN;
-    if (n >= rows) continue;
-    const float *p = scratch + (int64_t)r * rows + n; /* split s at p[s R rows] */
-    float y = __ldcg(p);
-    for (int s = 1; s < nsplit; s++) y = y + __ldcg(p + (int64_t)s * R * rows);
-    Y[(int64_t)r * ldy + n] = y;
+/* Y[r][n] = P[0][r][n] + P[1][r][n] + ... + P[nsplit - 1][r][n] (ascending split order) for
+   r < R, n < rows; a thread per 4 consecutive n (rows % 4 == 0 and ldy % 4 == 0: float4 loads
+   and stores) or per n; every split's load before the sum. */
+template <int V>
+__global__ void wide_reduce_kernel(const float *__restrict__ P /* [nsplit][R][rows] */,
+                                   float *Y /* [R][ldy] */, int64_t ldy, int R, int rows,
+                                   int nsplit) {
+  pdl_enter();
+  const int64_t per_row = rows / V, n_items = (int64_t)R * per_row, stride = (int64_t)R * rows;
+  for (int64_t it = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; it < n_items;
+       it += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = it / per_row, n = (it % per_row) * V;
+    const float *p = P + r * rows + n;
+    if constexpr (V == 4) {
+      float4 y = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int s0 = 0; s0 < nsplit; s0 += 8) { /* 8 splits' loads at a time, then their sums */
+        float4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+          if (s0 + u < nsplit)
+            v[u] = __ldcg(reinterpret_cast<const float4 *>(p + (s0 + u) * stride));
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          if (s0 + u >= nsplit) break;
+          if (s0 + u == 0)
+            y = v[u];
+          else
+            y.x = y.x + v[u].x, y.y = y.y + v[u].y, y.z = y.z + v[u].z, y.w = y.w + v[u].w;
+        }
+      }
+      *reinterpret_cast<float4 *>(Y + r * ldy + n) = y;
+    } else {
+      float y = __ldcg(p);
+      for (int s = 1; s < nsplit; s++) y = y + __ldcg(p + s * stride);
+      Y[r * ldy + n] = y;
+    }
   }
-  if (threadIdx.x == 0) counters[tile] = 0u; /* for the next call on this stream */
 }
 
 /* the kernels' 96 KiB of dynamic shared memory (over the default 48), set once per process */
@@ -193,10 +218,16 @@ bool allow_smem() {
 
 template <int NP>
 void launch(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R, int rows, int cols,
-            int nsplit, int per, float *scratch, unsigned *counters, cudaStream_t s) {
+            int nsplit, int per, float *scratch, cudaStream_t s) {
   const dim3 grid((unsigned)((rows + BN - 1) / BN), (unsigned)nsplit);
   pdl_launch(gemm_wide_kernel<NP>, grid, dim3(THREADS), (size_t)SMEM_BYTES, s, W, X, Y, ldy, R,
-             rows, cols, per, scratch, counters);
+             rows, cols, per, scratch);
+  if (nsplit == 1) return;
+  const bool v4 = rows % 4 == 0 && ldy % 4 == 0;
+  const int64_t items = (int64_t)R * (v4 ? rows / 4 : rows);
+  const unsigned blocks = (unsigned)((items + 255) / 256 < 4096 ? (items + 255) / 256 : 4096);
+  pdl_launch(v4 ? wide_reduce_kernel<4> : wide_reduce_kernel<1>, dim3(blocks), dim3(256), 0, s,
+             (const float *)scratch, Y, ldy, R, rows, nsplit);
 }
 
 /* sm_80 or later (mma.sync with bf16, cp.async, ldmatrix), read once per device */
@@ -213,22 +244,21 @@ bool device_has_mma() {
 extern "C" int mc_gemm_wide_prepare(void) { return device_has_mma() && allow_smem() ? 0 : -1; }
 
 extern "C" int mc_gemm_wide(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R,
-                            int64_t rows, int64_t cols, int nsplit, float *scratch,
-                            unsigned *counters, void *stream) {
+                            int64_t rows, int64_t cols, int nsplit, float *scratch, void *stream) {
   static const bool has_mma = device_has_mma();
   if (!has_mma || !allow_smem() || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) ||
       nsplit < 1 || nsplit > 65535)
     return -2;
   const int64_t nkt = (cols + KT - 1) / KT, per = mc_gemm_wide_tiles_per_split(cols, nsplit);
   if ((int64_t)(nsplit - 1) * per >= nkt) return -2; /* an empty split */
-  if (nsplit > 1 && (!scratch || !counters)) return -2;
+  if (nsplit > MC_GEMM_WIDE_MAX_SPLITS || (nsplit > 1 && !scratch)) return -2;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int r = (int)rows, c = (int)cols, p = (int)per;
   if (R <= 16)
-    launch<1>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, counters, s);
+    launch<1>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, s);
   else if (R <= 32)
-    launch<2>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, counters, s);
+    launch<2>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, s);
   else
-    launch<4>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, counters, s);
+    launch<4>(W, X, Y, ldy, R, r, c, nsplit, p, scratch, s);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }

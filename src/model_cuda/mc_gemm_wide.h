@@ -9,18 +9,20 @@
  * nsplit contiguous ranges of the k-tiles (64 k each); it streams its W tiles and the matching X
  * tiles (all R rows: X is read once per 128 weight rows, not once per 16 as in mc_gemm_mma.h)
  * through a 4-stage cp.async pipeline in shared memory (swizzled rows, ldmatrix fragments,
- * mma.m16n8k16). The first 3 stages' W is requested before the kernel waits for the previous one
- * (cuda_pdl.h): W is a weight, never written during a decode. nsplit (mc_gemm_wide_splits) fills
- * the SMs where the weight has few rows (a 2560-row output projection is 20 blocks of 128 rows);
- * the split blocks write fp32 partial sums to scratch and the last of a tile's blocks to finish
- * (an atomic counter, reset by that block) adds them in split order.
+ * mma.m16n8k16), starting at a k-tile rotated by its tile index (so that the blocks running at
+ * once read different X tiles). The first 3 stages' W is requested before the kernel waits for
+ * the previous one (cuda_pdl.h): W is a weight, never written during a decode. nsplit
+ * (mc_gemm_wide_splits) fills the SMs where the weight has few rows (a 2560-row output
+ * projection is 20 blocks of 128 rows); the split blocks write fp32 partial sums to scratch and
+ * a second kernel adds them in split order.
  *
  * Numerics: products of bf16 are exact in fp32; each split's sum is the tensor cores' (fp32 with
  * possible truncation at alignment, 2u per addition, as cuBLAS's bf16 GEMMs), then nsplit - 1
  * fp32 additions in ascending split order: |y - y64| <= gamma'(cols + nsplit) sum |x w|
- * (gemm_lab_bound_mma with kw = nsplit). The bits of an output depend on W, its X row, cols and
- * nsplit (a function of rows, cols and the device only), never on R nor on the other rows: a
- * row's output is the same in any batch. They are neither cuBLAS's bits nor mc_gemm_mma's. */
+ * (gemm_lab_bound_mma with kw = nsplit). The bits of an output depend on W, its X row, cols, its
+ * tile (the rotation) and nsplit (a function of rows, cols and the device only), never on R nor
+ * on the other rows: a row's output is the same in any batch. They are neither cuBLAS's bits nor
+ * mc_gemm_mma's. */
 #ifndef RSSM_MODEL_CUDA_MC_GEMM_WIDE_H
 #define RSSM_MODEL_CUDA_MC_GEMM_WIDE_H
 
@@ -51,11 +53,10 @@ int64_t mc_gemm_wide_tiles_per_split(int64_t cols, int nsplit);
 
 /* Floats of scratch a call with nsplit > 1 needs ([nsplit][R][rows]); 0 for nsplit = 1. */
 size_t mc_gemm_wide_scratch_floats(int R, int64_t rows, int nsplit);
-/* Upper bounds over every weight on a device of sms multiprocessors (nsplit > 1 only where
- * ceil(rows / 128) nsplit <= MC_GEMM_WIDE_SM_BLOCKS sms): scratch floats and tile counters a
- * batch allocates once (the counters zeroed). */
+/* An upper bound over every weight on a device of sms multiprocessors (nsplit > 1 only where
+ * ceil(rows / 128) nsplit <= MC_GEMM_WIDE_SM_BLOCKS sms): the scratch floats a batch allocates
+ * once. */
 size_t mc_gemm_wide_scratch_max(int sms);
-int64_t mc_gemm_wide_counters_max(int sms);
 
 /* Whether the kernel takes these arguments: 1 <= R <= 64, 1 <= rows, cols <= INT32_MAX, cols a
  * multiple of 8 (16-byte rows), W and X 16-byte aligned, ldy >= rows. */
@@ -70,14 +71,12 @@ int mc_gemm_wide_prepare(void);
 
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched), nsplit = mc_gemm_wide_splits(rows,
  * cols, device SMs) (another value is accepted if every split is non-empty: the lab's forced
- * counts). scratch: mc_gemm_wide_scratch_floats(R, rows, nsplit) floats and counters:
- * ceil(rows / 128) zeroed counters when nsplit > 1 (left zeroed); NULL otherwise. Launched with
- * pdl_launch on `stream`. Returns 0, -1 on a launch error, -2 when the arguments are not
- * supported (nothing launched). */
+ * counts). scratch: mc_gemm_wide_scratch_floats(R, rows, nsplit) floats when nsplit > 1, else
+ * NULL. Launched with pdl_launch on `stream` (a second launch, the split sums, when nsplit > 1).
+ * Returns 0, -1 on a launch error, -2 when the arguments are not supported (nothing launched). */
 int mc_gemm_wide(const uint16_t *W /* [rows][cols] */, const uint16_t *X /* [R][cols] */,
                  float *Y /* [R][ldy] */, int64_t ldy, int R, int64_t rows, int64_t cols,
-                 int nsplit, float *scratch /* [nsplit][R][rows] */,
-                 unsigned *counters /* [ceil(rows / 128)] */, void *stream);
+                 int nsplit, float *scratch /* [nsplit][R][rows] */, void *stream);
 #endif
 
 #ifdef __cplusplus

@@ -490,7 +490,7 @@ int gemm_wide(mc_batch *b, const void *W, int64_t rows, int64_t cols, const __nv
     if (mc_gemm_wide(static_cast<const uint16_t *>(W),
                      reinterpret_cast<const uint16_t *>(xb + (int64_t)r0 * cols),
                      Y + (int64_t)r0 * ldy, ldy, n, rows, cols, nsplit, b->wide_scratch,
-                     b->wide_counts, b->stream) != 0)
+                     b->stream) != 0)
       return -1;
   }
   return 0;
@@ -600,7 +600,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
                 b->xb,       b->xb_act,   b->mo_lg,    b->mo_scr,       b->mo_idx,      b->mo_wt,
                 b->mo_h,     b->mo_y,     b->mo_acc,   b->mo_xl,        b->mo_sp,       b->mo_sa,
                 b->mo_so,    b->n_d,      b->a_d,      b->ref_row_d,    b->cache_row_d, b->slot_d,
-                b->slot_tok, b->slot_pos, b->slot_tgt, b->wide_scratch, b->wide_counts};
+                b->slot_tok, b->slot_pos, b->slot_tgt, b->wide_scratch};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
@@ -664,8 +664,7 @@ static batch_sizes batch_sizes_of(const mc_model *g, int R, int T, int64_t max_c
   const int64_t gemm_cols = max64(max64(H, g->max_out_cols), max64(g->moe_din, g->moe_is));
   if (g->prec == MC_GEMM_BF16)
     need += Rp * gemm_cols * 2 + (g->gemm_mma ? Rp * gemm_cols * 2 : 0) + /* xb, xb_act */
-            (g->gemm_wide ? (int64_t)mc_gemm_wide_scratch_max(g->sms) * F +
-                                mc_gemm_wide_counters_max(g->sms) * 4
+            (g->gemm_wide ? (int64_t)mc_gemm_wide_scratch_max(g->sms) * F
                           : 0); /* the wide kernel's scratch */
   batch_sizes z = {need, max_conv, max_heads, max_vd, max_gk, kvd, qd, nsplit, gemm_cols};
   return z;
@@ -812,10 +811,9 @@ static int batch_buffers(mc_batch *b, const batch_sizes *z, int R, int Rp, int K
     ok = DALLOC(b, b->xb, Rp * gemm_cols * 2) == 0;
     /* the tensor-core kernel's MLP activation, its bf16 copy (gemm_mlp_act) */
     if (ok && g->gemm_mma) ok = DALLOC(b, b->xb_act, Rp * gemm_cols * 2) == 0;
-    /* the wide kernel's split partials and tile counters (zeroed: dalloc) */
+    /* the wide kernel's split partials */
     if (ok && g->gemm_wide)
       ok = DALLOC(b, b->wide_scratch, (int64_t)mc_gemm_wide_scratch_max(g->sms) * F) == 0 &&
-           DALLOC(b, b->wide_counts, mc_gemm_wide_counters_max(g->sms) * 4) == 0 &&
            mc_gemm_wide_prepare() == 0;
   }
   if (ok && m->n_attn > 0) {

@@ -102,7 +102,6 @@ struct mc_batch {
   int64_t gemm_cols;         /* the widest GEMM input (bf16 models) */
   float *wide_scratch;       /* [mc_gemm_wide_scratch_max(sms)] the wide kernel's split partials
                                 (models on it, else NULL) */
-  unsigned *wide_counts;     /* [mc_gemm_wide_counters_max(sms)] its tile counters, zeroed */
   /* per block (NULL where the block has none) */
   float **conv_win;          /* [nblocks] -> [R][K-1][conv_dim] */
   float **kc, **vc;          /* [nblocks] -> [R][max_ctx][nKV][D] */
