@@ -21,12 +21,14 @@ STEP_FILES = [
     "src/model_cuda/mc_model.cu", "src/model_cuda/attn_lab.cu", "src/model_cuda/attn_lab_v2.cu",
     "src/ssm_cuda/ssm_cuda_plan.cu", "src/ssm_cuda/ssm_cuda_mat.cu",
     "src/ssm_cuda/ssm_cuda_readout.cu", "src/model_cuda/mc_gemm_mma.cu",
+    "src/model_cuda/mc_gemm_wide.cu",
 ]
 
 # kernels allowed to begin with pdl_trigger() and load a model's weights (never written during a
 # decode) before their pdl_wait(); each with why (cuda_pdl.h)
 WEIGHTS_BEFORE_WAIT = {
     "gemm_mma_kernel": "the first round of W streams while the previous kernel finishes",
+    "gemm_wide_kernel": "the first three stages' W stream while the previous kernel finishes",
     "add_rmsnorm_kernel": "the norm's weights (load_norm_w) load while the previous kernel finishes",
     "rmsnorm_gate_kernel": "the norm's weights (load_norm_w) load while the previous kernel finishes",
     "mamba2_gate_norm_kernel": "the group's weights (load_norm_w) load while the previous kernel finishes",
