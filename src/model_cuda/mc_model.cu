@@ -50,15 +50,19 @@ int gemm_kernel_choice(int64_t gemm_bytes) {
   const char *v = getenv("RSSM_GEMM_BF16");
   if (v && strcmp(v, "mma") == 0) return 1;
   if (v && strcmp(v, "cublas") == 0) return 0;
-  if (v && strcmp(v, "wide") == 0) return 0;
+  if (v && strncmp(v, "wide", 4) == 0) return 0;
   return mc_gemm_mma_for_model(gemm_bytes);
 }
 
 /* RSSM_GEMM_BF16=wide: the wide tensor-core kernel (mc_gemm_wide.h) for every GEMM it takes,
- * cuBLAS for the rest (an A/B switch of issue 18's 4B shapes; other bits for those GEMMs). */
+ * cuBLAS for the rest; =wide-split: only for the weights it splits along k (few rows: the 4B
+ * shapes' output projections, where cuBLAS reads 43-56 % of copy), cuBLAS for the others (A/B
+ * switches of issue 18's 4B shapes; other bits for those GEMMs). 0 off, 1 every, 2 split only. */
 int gemm_wide_choice() {
   const char *v = getenv("RSSM_GEMM_BF16");
-  return v && strcmp(v, "wide") == 0;
+  if (v && strcmp(v, "wide") == 0) return 1;
+  if (v && strcmp(v, "wide-split") == 0) return 2;
+  return 0;
 }
 
 /* The tensor-core kernel's warps a block for a weight (mc_gemm_mma_warps); RSSM_GEMM_MMA16=0
@@ -337,7 +341,7 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
   g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
-  g->gemm_wide = g->prec == MC_GEMM_BF16 && !g->gemm_mma && gemm_wide_choice();
+  g->gemm_wide = g->prec == MC_GEMM_BF16 && !g->gemm_mma ? gemm_wide_choice() : 0;
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */
@@ -364,10 +368,11 @@ extern "C" int64_t mc_model_gemm_bytes(const mc_model *g) { return g ? g->gemm_b
 extern "C" int mc_model_row_tile(const mc_model *g) { return g ? g->row_tile : 0; }
 extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
 extern "C" const char *mc_model_gemm_kernel(const mc_model *g) {
-  return !g             ? "cuBLAS"
-         : g->gemm_mma  ? "tensor-core kernel"
-         : g->gemm_wide ? "wide tensor-core kernel"
-                        : "cuBLAS";
+  return !g                  ? "cuBLAS"
+         : g->gemm_mma       ? "tensor-core kernel"
+         : g->gemm_wide == 2 ? "cuBLAS and the wide kernel (split weights)"
+         : g->gemm_wide      ? "wide tensor-core kernel"
+                             : "cuBLAS";
 }
 extern "C" const char *mc_gemm_prec_name(mc_gemm_prec p) {
   return p == MC_GEMM_BF16 ? "bf16" : "fp32";
@@ -482,6 +487,7 @@ int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H) {
 int gemm_wide(mc_batch *b, const void *W, int64_t rows, int64_t cols, const __nv_bfloat16 *xb,
               float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const int R = b->RT, nsplit = mc_gemm_wide_splits(rows, cols, b->g->sms);
+  if (b->g->gemm_wide == 2 && nsplit < 2) return -2; /* wide-split: cuBLAS for this one */
   if (!mc_gemm_wide_supported(W, xb, R < MC_GEMM_WIDE_MAX_R ? R : MC_GEMM_WIDE_MAX_R, rows, cols,
                               ldy))
     return -2;

@@ -70,8 +70,9 @@ struct mc_model {
    * chosen at upload by mc_gemm_mma_for_model from the GEMM bytes, RSSM_GEMM_BF16 overriding
    * (gemm_kernel_choice in mc_model.cu) */
   int gemm_mma;
-  /* bf16 models: 1 where the wide tensor-core kernel (mc_gemm_wide.h)
-   * takes the GEMMs that cuBLAS would (RSSM_GEMM_BF16=wide); 0 otherwise */
+  /* bf16 models: 1 where the wide tensor-core kernel (mc_gemm_wide.h) takes the GEMMs that
+   * cuBLAS would (RSSM_GEMM_BF16=wide), 2 only those it splits along k (=wide-split); 0
+   * otherwise (gemm_wide_choice in mc_model.cu) */
   int gemm_wide;
 };
 

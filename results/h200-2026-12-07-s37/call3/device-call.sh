@@ -2,7 +2,8 @@
 # Session 37, call 3 (issue 18): the wide GEMM after call 2 (correct, but 45-56 us for the 4B
 # shapes' smaller GEMMs, whatever their size): its k-tiles rotated by the tile index (every
 # block read the same X tile at once) and the split sums in a second, parallel kernel (the last
-# block's loop was 32 dependent L2 round trips). The lab check, `bench gemm`, the 4B steps.
+# block's loop was 32 dependent L2 round trips). The lab check, `bench gemm`, the 4B steps with
+# cuBLAS, wide and wide-split (the wide kernel only for the weights it splits).
 set -u
 cd "$(dirname "$0")/../../.."
 DEVICE_CALL_LIMIT=150
@@ -18,6 +19,7 @@ pack
 for s in qwen3.5-4b nemotron-3-nano-4b; do
   e2e_shape $B/replayssm $s cublas-$s
   RSSM_GEMM_BF16=wide e2e_shape $B/replayssm $s wide-$s
+  RSSM_GEMM_BF16=wide-split e2e_shape $B/replayssm $s wide-split-$s
 done
 pack
 [ "$(left)" -gt 30 ] && RSSM_GEMM_BF16=wide e2e_trace_shape $B/replayssm qwen3.5-4b wide-qwen3.5-4b
