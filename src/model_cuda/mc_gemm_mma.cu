@@ -19,6 +19,7 @@
 
 #include "src/model_cuda/mc_device.cuh"
 #include "src/model_cuda/mc_gemm_mma.h"
+#include "src/model_cuda/mc_mma_device.cuh"
 #include "src/ssm_cuda/cuda_pdl.h"
 
 namespace {
@@ -304,20 +305,11 @@ void launch_epi(const uint16_t *W, const void *X, int x_f32, void *Y, int64_t ld
     launch_kw<16, EPI>(W, X, x_f32, Y, ldy, R, rows, cols, s);
 }
 
-/* sm_80 or later (mma.sync with bf16), read once per device */
-bool device_has_mma() {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-    return false;
-  return major >= 8;
-}
-
 }  // namespace
 
 extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y, int64_t ldy,
                            int R, int64_t rows, int64_t cols, int kw, void *stream) {
-  static const bool has_mma = device_has_mma();
+  static const bool has_mma = mc_device_has_mma();
   if (!has_mma || !mc_gemm_mma_supported(W, X, R, rows, cols, ldy) ||
       (kw != 4 && kw != 8 && kw != 16))
     return -2;
@@ -329,7 +321,7 @@ extern "C" int mc_gemm_mma(const uint16_t *W, const void *X, int x_f32, float *Y
 extern "C" int mc_gemm_mma_act(const uint16_t *W, const void *X, int x_f32, uint16_t *A,
                                int64_t lda, int R, int64_t rows, int64_t cols, int act, int kw,
                                void *stream) {
-  static const bool has_mma = device_has_mma();
+  static const bool has_mma = mc_device_has_mma();
   if (!has_mma || !mc_gemm_mma_act_supported(W, X, R, rows, cols, lda, act) ||
       (kw != 4 && kw != 8 && kw != 16))
     return -2;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "src/model_cuda/mc_gemm_wide.h"
+#include "src/model_cuda/mc_mma_device.cuh"
 #include "src/ssm_cuda/cuda_pdl.h"
 
 namespace {
@@ -230,22 +231,13 @@ void launch(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R, 
              (const float *)scratch, Y, ldy, R, rows, nsplit);
 }
 
-/* sm_80 or later (mma.sync with bf16, cp.async, ldmatrix), read once per device */
-bool device_has_mma() {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-    return false;
-  return major >= 8;
-}
-
 }  // namespace
 
-extern "C" int mc_gemm_wide_prepare(void) { return device_has_mma() && allow_smem() ? 0 : -1; }
+extern "C" int mc_gemm_wide_prepare(void) { return mc_device_has_mma() && allow_smem() ? 0 : -1; }
 
 extern "C" int mc_gemm_wide(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R,
                             int64_t rows, int64_t cols, int nsplit, float *scratch, void *stream) {
-  static const bool has_mma = device_has_mma();
+  static const bool has_mma = mc_device_has_mma();
   if (!has_mma || !allow_smem() || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) ||
       nsplit < 1 || nsplit > 65535)
     return -2;
