@@ -233,17 +233,18 @@ void launch(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R, 
 
 }  // namespace
 
-extern "C" int mc_gemm_wide_prepare(void) { return mc_device_has_mma() && allow_smem() ? 0 : -1; }
+extern "C" int mc_gemm_wide_prepare(void) {
+  static const bool ok = mc_device_has_mma() && allow_smem(); /* once per process */
+  return ok ? 0 : -1;
+}
 
 extern "C" int mc_gemm_wide(const uint16_t *W, const uint16_t *X, float *Y, int64_t ldy, int R,
                             int64_t rows, int64_t cols, int nsplit, float *scratch, void *stream) {
-  static const bool has_mma = mc_device_has_mma();
-  if (!has_mma || !allow_smem() || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) ||
-      nsplit < 1 || nsplit > 65535)
+  if (mc_gemm_wide_prepare() != 0 || !mc_gemm_wide_supported(W, X, R, rows, cols, ldy) ||
+      nsplit < 1 || nsplit > MC_GEMM_WIDE_MAX_SPLITS || (nsplit > 1 && !scratch))
     return -2;
   const int64_t nkt = (cols + KT - 1) / KT, per = mc_gemm_wide_tiles_per_split(cols, nsplit);
   if ((int64_t)(nsplit - 1) * per >= nkt) return -2; /* an empty split */
-  if (nsplit > MC_GEMM_WIDE_MAX_SPLITS || (nsplit > 1 && !scratch)) return -2;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int r = (int)rows, c = (int)cols, p = (int)per;
   if (R <= 16)

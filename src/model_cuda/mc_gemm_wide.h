@@ -70,10 +70,11 @@ int mc_gemm_wide_supported(const void *W, const void *X, int R, int64_t rows, in
 int mc_gemm_wide_prepare(void);
 
 /* Y[r][n] for r < R, n < rows (Y's other columns untouched), nsplit = mc_gemm_wide_splits(rows,
- * cols, device SMs) (another value is accepted if every split is non-empty: the lab's forced
- * counts). scratch: mc_gemm_wide_scratch_floats(R, rows, nsplit) floats when nsplit > 1, else
- * NULL. Launched with pdl_launch on `stream` (a second launch, the split sums, when nsplit > 1).
- * Returns 0, -1 on a launch error, -2 when the arguments are not supported (nothing launched). */
+ * cols, device SMs) (any count up to MC_GEMM_WIDE_MAX_SPLITS that leaves no split empty is
+ * taken; the bits depend on it). scratch: mc_gemm_wide_scratch_floats(R, rows, nsplit) floats when
+ * nsplit > 1, else NULL. Launched with pdl_launch on `stream` (a second launch, the split sums,
+ * when nsplit > 1). Returns 0, -1 on a launch error, -2 when the arguments are not supported
+ * (nothing launched). */
 int mc_gemm_wide(const uint16_t *W /* [rows][cols] */, const uint16_t *X /* [R][cols] */,
                  float *Y /* [R][ldy] */, int64_t ldy, int R, int64_t rows, int64_t cols,
                  int nsplit, float *scratch /* [nsplit][R][rows] */, void *stream);

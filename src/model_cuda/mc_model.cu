@@ -43,26 +43,20 @@ namespace {
  * tensor-core kernel for latency-bound small models, cuBLAS for the rest), the default since
  * session 31's H100 call (docs/gpu-results.md, "Session 31": forward check 8 passes on it, the
  * fixture steps 0.320 / 0.202 ms against cuBLAS's 0.375 / 0.210). RSSM_GEMM_BF16 overrides it
- * for A/B measurements: "cublas" cuBLAS, "mma" the tensor-core kernel for every shape it takes;
- * "auto", unset or anything else the rule. bf16 GEMMs are `bench e2e --gemm bf16`'s and
- * gpu_check_mc_forward's, never a run of record's. */
-int gemm_kernel_choice(int64_t gemm_bytes) {
+ * for A/B measurements: "cublas" cuBLAS, "mma" the tensor-core kernel for every shape it takes,
+ * "wide" the wide tensor-core kernel (mc_gemm_wide.h) for every GEMM it takes and cuBLAS for the
+ * rest, "wide-split" the wide kernel only for the weights it splits along k (the 4B shapes'
+ * 2560-row output projections, where cuBLAS read 43-55 % of copy in session 37's call 2) and
+ * cuBLAS for the others (other bits for those GEMMs); "auto", unset or anything else the rule.
+ * bf16 GEMMs are `bench e2e --gemm bf16`'s and gpu_check_mc_forward's, never a run of record's. */
+enum gemm_kernel { GEMM_CUBLAS, GEMM_MMA, GEMM_WIDE, GEMM_WIDE_SPLIT };
+gemm_kernel gemm_kernel_choice(int64_t gemm_bytes) {
   const char *v = getenv("RSSM_GEMM_BF16");
-  if (v && strcmp(v, "mma") == 0) return 1;
-  if (v && strcmp(v, "cublas") == 0) return 0;
-  if (v && strncmp(v, "wide", 4) == 0) return 0;
-  return mc_gemm_mma_for_model(gemm_bytes);
-}
-
-/* RSSM_GEMM_BF16=wide: the wide tensor-core kernel (mc_gemm_wide.h) for every GEMM it takes,
- * cuBLAS for the rest; =wide-split: only for the weights it splits along k (few rows: the 4B
- * shapes' output projections, where cuBLAS reads 43-56 % of copy), cuBLAS for the others (A/B
- * switches of issue 18's 4B shapes; other bits for those GEMMs). 0 off, 1 every, 2 split only. */
-int gemm_wide_choice() {
-  const char *v = getenv("RSSM_GEMM_BF16");
-  if (v && strcmp(v, "wide") == 0) return 1;
-  if (v && strcmp(v, "wide-split") == 0) return 2;
-  return 0;
+  if (v && strcmp(v, "mma") == 0) return GEMM_MMA;
+  if (v && strcmp(v, "cublas") == 0) return GEMM_CUBLAS;
+  if (v && strcmp(v, "wide") == 0) return GEMM_WIDE;
+  if (v && strcmp(v, "wide-split") == 0) return GEMM_WIDE_SPLIT;
+  return mc_gemm_mma_for_model(gemm_bytes) ? GEMM_MMA : GEMM_CUBLAS;
 }
 
 /* The tensor-core kernel's warps a block for a weight (mc_gemm_mma_warps); RSSM_GEMM_MMA16=0
@@ -340,8 +334,10 @@ extern "C" int mc_model_upload_prec(const model *m, mc_gemm_prec prec, mc_model 
   }
   /* once per model: every batch's GEMM n */
   g->row_tile = mc_row_tile_for(g->gemm_bytes, g->prec == MC_GEMM_BF16);
-  g->gemm_mma = g->prec == MC_GEMM_BF16 && gemm_kernel_choice(g->gemm_bytes);
-  g->gemm_wide = g->prec == MC_GEMM_BF16 && !g->gemm_mma ? gemm_wide_choice() : 0;
+  const gemm_kernel kernel =
+      g->prec == MC_GEMM_BF16 ? gemm_kernel_choice(g->gemm_bytes) : GEMM_CUBLAS;
+  g->gemm_mma = kernel == GEMM_MMA;
+  g->gemm_wide = kernel == GEMM_WIDE ? 1 : kernel == GEMM_WIDE_SPLIT ? 2 : 0;
   /* RSSM_TEST_ROW_TILE=16 or 64 (checks only): that tile whatever the weights, so that the
    * 16-row tile's row-count invariance can be checked on the small fixtures (MoE, spec batches)
    * in seconds (scripts/device_tile_check.sh); the memory line names the tile used */

@@ -72,7 +72,7 @@ struct mc_model {
   int gemm_mma;
   /* bf16 models: 1 where the wide tensor-core kernel (mc_gemm_wide.h) takes the GEMMs that
    * cuBLAS would (RSSM_GEMM_BF16=wide), 2 only those it splits along k (=wide-split); 0
-   * otherwise (gemm_wide_choice in mc_model.cu) */
+   * otherwise (gemm_kernel_choice in mc_model.cu) */
   int gemm_wide;
 };
 
