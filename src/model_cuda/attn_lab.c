@@ -56,7 +56,8 @@ int attn_lab_splits(int R, int nKV, int64_t max_ctx, int sms) {
  * per-block prologue and merge stay far below its ~8 MB of K/V at D = 256). The count must not
  * depend on R (row-count invariance) nor on max_ctx (a spec batch has max_ctx N + T, its
  * reference batch N); without the cap, splits past pos[r] cost an exit only (a split holds at
- * least 16 positions, and at pos + 1 <= 16 nsplit every count gives the same partition). */
+ * least MIN_SPLIT positions, and at pos + 1 <= MIN_SPLIT nsplit every count gives the same
+ * partition). */
 int attn_lab_splits_shipped(int nKV, int sms) {
   if (nKV < 1 || sms < 1) return 1;
   return (int)even_splits(nKV, ((int64_t)sms + nKV - 1) / nKV, INT32_MAX / 4, sms);

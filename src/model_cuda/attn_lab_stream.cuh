@@ -27,7 +27,14 @@
 namespace attn_lab {
 
 constexpr int WARPS = 8;      /* warps per block of variants 2-4 */
-constexpr int MIN_SPLIT = 16; /* positions of a split at least (fewer partials at short pos) */
+/* Positions of a split at least: two of a block's steps at D = 128-256 (NG NPOS = 32 positions a
+ * step). Below MIN_SPLIT nsplit positions the splits are MIN_SPLIT long, so a short context uses
+ * few of them: at one block an SM (the kernel's registers) each used split of every (row, kv
+ * head) is a block in a wave, and at 16 the 4B shapes' 64 rows at ~20-40 positions made 768
+ * blocks, ~6 waves of one short step each: 25 us an attention layer for ~11 MB of K/V (H100,
+ * session 37 trace); at 64 they are 256 blocks, 2 waves of two steps. A long context (p + 1 >
+ * MIN_SPLIT nsplit: 2112 positions at 33 splits) is split as before. */
+constexpr int MIN_SPLIT = 64;
 
 /* Positions per split at position p (p + 1 positions): ceil((p + 1) / nsplit), at least
  * MIN_SPLIT; splits used = ceil((p + 1) / len) <= nsplit. Device-side, so a graph captured once

@@ -15,8 +15,17 @@
 
 namespace mc {
 
-/* silu and the conv steps below are __host__ __device__ so that a host test
- * (tests/model/test_conv_step2.cu) can hold conv_step_channel2 to conv_step_channel bit for bit. */
+/* the device pass unrolls (the arrays stay in registers); the host pass of a __host__ __device__
+   function would warn of an unknown pragma */
+#ifdef __CUDA_ARCH__
+#define MC_UNROLL _Pragma("unroll")
+#else
+#define MC_UNROLL
+#endif
+
+/* silu, dot8_lane and the conv steps below are __host__ __device__ so that host tests
+ * (tests/model/test_conv_step2.cu, test_dot8_lane.cu) can hold conv_step_channel2 to
+ * conv_step_channel and dot8_lane's lanes to the CPU's dot_f32 bit for bit. */
 __host__ __device__ inline float silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
@@ -28,16 +37,30 @@ __device__ inline float relu2_of(float x) {
 }
 
 /* dot_f32's combination of its 8 interleaved partial sums (linalg.c). */
-__device__ inline float tree8(const float *p /* [8] */) {
+__host__ __device__ inline float tree8(const float *p /* [8] */) {
   return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
 }
 
 /* Lane l (< 8) of dot_f32(a, b, n): a[i] * b[i] summed over i = l, l + 8, ... in ascending i
  * from +0, exactly the CPU's partial sum p[l] (its main loop and its tail visit the same i in
- * the same order). */
-__device__ inline float dot8_lane(const float *a, const float *b, int64_t n, int l) {
+ * the same order). The terms go DOT8_BATCH at a time, every load of a batch before its sums,
+ * which stay one chain in ascending i (the same operations, so the same bits): one term at a
+ * time the compiler unrolled the loop by 4 only, so a lane waited a load round trip every 4
+ * terms; at the 4B shapes' norms (H 2560-3136: 320-392 terms a lane, lanes 0..7 only, behind the
+ * norm's barrier) that was ~80-100 round trips on the step's critical path, 65 norms a step. */
+constexpr int DOT8_BATCH = 16;
+__host__ __device__ inline float dot8_lane(const float *a /* [n] */, const float *b /* [n] */,
+                                           int64_t n, int l) {
   float s = 0.0f;
-  for (int64_t i = l; i < n; i += 8) s = s + a[i] * b[i];
+  int64_t i = l;
+  for (; i + 8 * (DOT8_BATCH - 1) < n; i += 8 * DOT8_BATCH) {
+    float av[DOT8_BATCH], bv[DOT8_BATCH];
+    MC_UNROLL
+    for (int k = 0; k < DOT8_BATCH; k++) av[k] = a[i + 8 * k], bv[k] = b[i + 8 * k];
+    MC_UNROLL
+    for (int k = 0; k < DOT8_BATCH; k++) s = s + av[k] * bv[k];
+  }
+  for (; i < n; i += 8) s = s + a[i] * b[i];
   return s;
 }
 
@@ -197,13 +220,6 @@ __host__ __device__ inline float conv_step_channel(float *wr /* [K-1][C] */, flo
  * a q and a k channel per thread). Each channel's arithmetic is conv_step_channel's, in its order;
  * K above CONV2_K_MAX takes the two calls. Writes silu(acc) of each into *y0, *y1. */
 constexpr int CONV2_K_MAX = 8;
-/* the device pass unrolls (the arrays stay in registers); the host pass of a __host__ __device__
-   function would warn of an unknown pragma */
-#ifdef __CUDA_ARCH__
-#define MC_UNROLL _Pragma("unroll")
-#else
-#define MC_UNROLL
-#endif
 __host__ __device__ inline void conv_step_channel2(float *wr /* [K-1][C] */, float x0, float x1,
                                                    const float *w /* [C][K] */,
                                                    const float *bias /* [C] or NULL */, int64_t c0,

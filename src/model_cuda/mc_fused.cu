@@ -112,21 +112,27 @@ __global__ void act_bf16_kernel(const float *in /* [R][2 I] or [R][I] */, float 
   }
 }
 
+/* The conv width the conv + prep kernels are compiled for (every shipped model's 4: Qwen3.5,
+ * Qwen3-Next, Nemotron-H); other widths take the instance with the width an argument. With the
+ * width a variable, gdn_conv_prep_kernel took 128 registers for conv_step_channel2's arrays of
+ * CONV2_K_MAX taps, so 4 blocks of 128 threads an SM: the qwen3.5-4b shape's 49 x 64 blocks
+ * were ~6 waves, 14.3 us a GDN block (H100, session 37 trace); with 4 a constant it takes 32. The
+ * same operations either way. */
+constexpr int CONV_K_FIXED = 4;
+
 /* Thread per (row, conv channel c): the conv step of c (conv_step_channel) into cv, then what
  * mamba2_prep and its two row copies make of that channel: v = delta x for the x channels
  * (c < d_inner; the channel's first of its head also writes alpha), B and C copied. delta is
  * recomputed by each of the head's P threads from the same inputs, so it has the same bits. */
-__global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
-                                        const float *zx /* [R][in_rows] */, int64_t in_rows,
-                                        const float *cw /* [C][K] */, const float *cb /* [C] */,
-                                        float *cv /* [R][C] */, int64_t C, int K,
-                                        const float *A_log /* [Hm] */,
-                                        const float *dt_bias /* [Hm] */, float dt_lo,
-                                        float dt_hi, const int *pos /* [R] */,
-                                        float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
-                                        float *Bm /* [R][G N] */, float *Cm /* [R][G N] */,
-                                        int Hm, int P, int64_t gn) {
+template <int KC>
+__global__ void mamba2_conv_prep_kernel(
+    float *win /* [R][K-1][C] */, const float *zx /* [R][in_rows] */, int64_t in_rows,
+    const float *cw /* [C][K] */, const float *cb /* [C] */, float *cv /* [R][C] */, int64_t C,
+    int K_arg, const float *A_log /* [Hm] */, const float *dt_bias /* [Hm] */, float dt_lo,
+    float dt_hi, const int *pos /* [R] */, float *alpha /* [R][Hm] */, float *v /* [R][Hm][P] */,
+    float *Bm /* [R][G N] */, float *Cm /* [R][G N] */, int Hm, int P, int64_t gn) {
   pdl_enter();
+  const int K = KC > 0 ? KC : K_arg; /* the conv width (CONV_K_FIXED says why a constant) */
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int r = blockIdx.y;
   if (c >= C) return;
@@ -155,16 +161,18 @@ __global__ void mamba2_conv_prep_kernel(float *win /* [R][K-1][C] */,
  * of the head's q and k channels into cv, a barrier, then gdn_l2_head on them (the same bits as
  * gdn_l2_kernel reading cv); parts Hk..Hk+nvb-1 are NORM_THREADS value channels each: the conv
  * step into cv and v; the last part is the row's Hv gates (gdn_gates_of). */
+template <int KC>
 __global__ void gdn_conv_prep_kernel(float *win /* [R][K-1][C] */,
                                      const float *proj /* [R][in_rows] */, int64_t in_rows,
                                      int64_t b_off, int64_t a_off, const float *cw /* [C][K] */,
-                                     float *cv /* [R][C] */, int64_t C, int K,
+                                     float *cv /* [R][C] */, int64_t C, int K_arg,
                                      const float *A_log /* [Hv] */, const float *dt_bias /* [Hv] */,
                                      float *q /* [R][Hk][dk] */, float *k /* [R][Hk][dk] */,
                                      float *v /* [R][Hv][dv] */, float *alpha /* [R][Hv] */,
                                      float *beta /* [R][Hv] */, int Hk, int Hv, int dk,
                                      int64_t value_dim, int nvb, float qscale, int stage_qk) {
   pdl_enter();
+  const int K = KC > 0 ? KC : K_arg; /* the conv width (CONV_K_FIXED says why a constant) */
   const int part = blockIdx.x, r = blockIdx.y;
   const int64_t key_dim = (int64_t)Hk * dk;
   float *wr = win + (int64_t)r * (K - 1) * C; /* [K-1][C] */
@@ -349,9 +357,10 @@ int mc_mamba2_conv_prep(float *win, const float *zx, int64_t in_rows, const floa
   if (R < 1) return 0;
   const int64_t gn = (int64_t)G * N;
   if (K < 1 || conv_dim != (int64_t)Hm * P + 2 * gn) return -1;
-  pdl_launch(mamba2_conv_prep_kernel, dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R),
-             EW_THREADS, 0, as_stream(stream), win, zx, in_rows, conv_w, conv_b, cv, conv_dim, K,
-             A_log, dt_bias, dt_lo, dt_hi, pos, alpha, v, Bm, Cm, Hm, P, gn);
+  pdl_launch(K == CONV_K_FIXED ? mamba2_conv_prep_kernel<CONV_K_FIXED> : mamba2_conv_prep_kernel<0>,
+             dim3(blocks_for(conv_dim, EW_THREADS), (unsigned)R), EW_THREADS, 0, as_stream(stream),
+             win, zx, in_rows, conv_w, conv_b, cv, conv_dim, K, A_log, dt_bias, dt_lo, dt_hi, pos,
+             alpha, v, Bm, Cm, Hm, P, gn);
   return launch_ok();
 }
 
@@ -365,9 +374,10 @@ int mc_gdn_conv_prep(float *win, const float *proj, int64_t in_rows, int64_t b_o
   const int64_t conv_dim = 2 * key_dim + value_dim;
   const int nvb = (int)blocks_for(value_dim, NORM_THREADS);
   const float qscale = (float)(1.0 / sqrt((double)dk)); /* as mc_gdn_prep, layer_gdn.c */
-  pdl_launch(gdn_conv_prep_kernel, dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0,
-             as_stream(stream), win, proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log,
-             dt_bias, q, k, v, alpha, beta, Hk, Hv, dk, value_dim, nvb, qscale,
+  pdl_launch(K == CONV_K_FIXED ? gdn_conv_prep_kernel<CONV_K_FIXED> : gdn_conv_prep_kernel<0>,
+             dim3((unsigned)(Hk + nvb + 1), (unsigned)R), NORM_THREADS, 0, as_stream(stream), win,
+             proj, in_rows, b_off, a_off, conv_w, cv, conv_dim, K, A_log, dt_bias, q, k, v, alpha,
+             beta, Hk, Hv, dk, value_dim, nvb, qscale,
              mc_fused_norms() == MC_NORMS_STAGED && dk <= QK_STAGE_MAX);
   return launch_ok();
 }

@@ -112,9 +112,9 @@ int mc_qk_prepare_t(const float *qkv /* [RT][ldqkv] */, int64_t ldqkv, int gated
  * o[r][h] = softmax_j(q . k_j / sqrt(D)) v_j over j <= pos[r], GQA (head h reads kv head
  * h / (nH / nKV)) of cache row cache_row[r] (NULL: r; a spec batch's drafts share their state
  * row's cache); gated: o *= sigmoid(gate) with the gates at column nH*D of qkv. nsplit splits
- * per (row, kv head), each of ceil((pos[r] + 1) / nsplit) positions (at least 16) computed on
- * the device, so the grid is the same at every position (graph replay); nsplit is fixed when
- * the batch is built, attn_lab_splits_shipped(nKV, SM count) (attn_lab.h: it must not depend
+ * per (row, kv head), each of ceil((pos[r] + 1) / nsplit) positions (at least MIN_SPLIT, 64)
+ * computed on the device, so the grid is the same at every position (graph replay); nsplit is fixed
+ * when the batch is built, attn_lab_splits_shipped(nKV, SM count) (attn_lab.h: it must not depend
  * on R nor max_ctx, the summation order does on it). Shapes: attn_lab_shape_ok (D in 16..256,
  * rep in {1, 2, 4, 5, 8}); q, kcache, vcache 16-byte aligned. Scratch: part_ml
  * [R][nH][nsplit][2], part_acc [R][nH][nsplit][D]. */

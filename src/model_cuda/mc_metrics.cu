@@ -18,6 +18,12 @@ using namespace mc;
 namespace {
 
 constexpr int STAT_THREADS = 1024;
+/* Elements a row_stats thread loads before it uses them. One at a time (unrolled by the compiler
+ * a few deep at most) a row of the 4B shapes' vocabulary (V 248320: 243 elements a thread, two
+ * passes) took 81 us at one block a row on 64 of the SMs (H100, session 37 trace) for 2 x 1 MB a
+ * row: each thread had a load or two in flight. The same elements in the same order, so the same
+ * bits. */
+constexpr int STAT_BATCH = 8;
 constexpr int MET_THREADS = 256;
 
 /* The last five levels (off = 16 .. 1) of the block trees below, in warp 0 by shuffles rather
@@ -58,10 +64,23 @@ row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stat
   float m = -INFINITY;
   int64_t am = -1;
   int nonfinite = 0;
-  for (int64_t i = t; i < V; i += STAT_THREADS) {
-    const float v = x[i];
-    if (!isfinite(v)) nonfinite = 1;
-    if (am < 0 || v > m) m = v, am = i; /* ascending i within the thread: first index kept */
+  /* a thread's elements i = t, t + STAT_THREADS, ... STAT_BATCH at a time, loads first
+     (STAT_BATCH says why), then visited in ascending i as one at a time would */
+  for (int64_t base = t; base < V; base += (int64_t)STAT_BATCH * STAT_THREADS) {
+    float v[STAT_BATCH];
+#pragma unroll
+    for (int k = 0; k < STAT_BATCH; k++) {
+      const int64_t i = base + (int64_t)k * STAT_THREADS;
+      v[k] = i < V ? x[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < STAT_BATCH; k++) {
+      const int64_t i = base + (int64_t)k * STAT_THREADS;
+      if (i >= V) break;
+      if (!isfinite(v[k])) nonfinite = 1;
+      if (am < 0 || v[k] > m)
+        m = v[k], am = i; /* ascending i within the thread: first index kept */
+    }
   }
   if (nonfinite) atomicOr(&bad, 1);
   vmax[t] = m;
@@ -91,7 +110,19 @@ row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stat
     return;
   }
   double s = 0.0;
-  for (int64_t i = t; i < V; i += STAT_THREADS) s += (double)expf(x[i] - mx);
+  for (int64_t base = t; base < V; base += (int64_t)STAT_BATCH * STAT_THREADS) {
+    float v[STAT_BATCH];
+#pragma unroll
+    for (int k = 0; k < STAT_BATCH; k++) {
+      const int64_t i = base + (int64_t)k * STAT_THREADS;
+      v[k] = i < V ? x[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < STAT_BATCH; k++) {
+      if (base + (int64_t)k * STAT_THREADS >= V) break;
+      s += (double)expf(v[k] - mx); /* ascending i, as one at a time */
+    }
+  }
   vsum[t] = s;
   __syncthreads();
   for (int off = STAT_THREADS / 2; off >= 32; off >>= 1) {

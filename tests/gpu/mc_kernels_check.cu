@@ -559,8 +559,12 @@ static void same_dev(const char *who, int step, const char *what, const float *a
   exact(nm, host(b, n), host(a, n));
 }
 
-static void check_fused_mamba2() {
-  const int R = 3, Rpad = 5, Hm = 6, P = 8, G = 2, N = 24, K = 4;
+/* K: the conv width (4, the shipped one, runs the kernel instance compiled for it; another runs
+   the instance with the width an argument: mc_fused.cu's CONV_K_FIXED) */
+static void check_fused_mamba2(int K) {
+  const int R = 3, Rpad = 5, Hm = 6, P = 8, G = 2, N = 24;
+  char who[40];
+  snprintf(who, sizeof who, "mamba2 fused K=%d", K);
   const int64_t di = (int64_t)Hm * P, gn = (int64_t)G * N, conv_dim = di + 2 * gn;
   const int64_t in_rows = di + conv_dim + Hm;
   auto win = rnd((size_t)(R * (K - 1) * conv_dim), 60, 2.0f);
@@ -588,12 +592,12 @@ static void check_fused_mamba2() {
         mc_mamba2_conv_prep(dwb, dzx, in_rows, dcw, dcb, cvb, conv_dim, K, dA, ddt, 0.3f, 2.5f,
                             dpos, alb, vb, Bb, Cb, R, Hm, P, G, N, 0) != 0)
       g_fail++;
-    same_dev("mamba2 fused", step, "window", dwa, dwb, win.size());
-    same_dev("mamba2 fused", step, "cv", cva, cvb, cv.size());
-    same_dev("mamba2 fused", step, "alpha", ala, alb, al.size());
-    same_dev("mamba2 fused", step, "v = delta x", va, vb, v.size());
-    same_dev("mamba2 fused", step, "B", Ba, Bb, bc.size());
-    same_dev("mamba2 fused", step, "C", Ca, Cb, bc.size());
+    same_dev(who, step, "window", dwa, dwb, win.size());
+    same_dev(who, step, "cv", cva, cvb, cv.size());
+    same_dev(who, step, "alpha", ala, alb, al.size());
+    same_dev(who, step, "v = delta x", va, vb, v.size());
+    same_dev(who, step, "B", Ba, Bb, bc.size());
+    same_dev(who, step, "C", Ca, Cb, bc.size());
     /* gate + norm, with the bf16 copy (step 0, 2) and without (step 1) */
     const int with_b = step != 1;
     CUDA_OK(cudaMemset(ba, 0xff, nb * sizeof(uint16_t)));
@@ -604,7 +608,7 @@ static void check_fused_mamba2() {
         mc_mamba2_gate_norm(dO, cva, conv_dim, dzx, in_rows, dD, tb_, with_b ? bb : nullptr, R,
                             Rpad, Hm, P, G, dnw, 1e-5f, 0) != 0)
       g_fail++;
-    same_dev("mamba2 fused", step, "gate + group norm", ta, tb_, t.size());
+    same_dev(who, step, "gate + group norm", ta, tb_, t.size());
     char nm[80];
     snprintf(nm, sizeof nm, "mamba2 fused step %d: %s", step, with_b ? "bf16 copy" : "no bf16 (0xff)");
     exact_u16(nm, host(bb, nb), host(ba, nb));
@@ -616,8 +620,7 @@ static void check_fused_mamba2() {
   cudaFree(Cb), cudaFree(ta), cudaFree(tb_), cudaFree(ba), cudaFree(bb);
 }
 
-static void check_fused_gdn(int R, int Hk, int Hv, int dk, int dv, const char *name) {
-  const int K = 4;
+static void check_fused_gdn(int R, int Hk, int Hv, int dk, int dv, int K, const char *name) {
   const int64_t key_dim = (int64_t)Hk * dk, vd = (int64_t)Hv * dv, conv_dim = 2 * key_dim + vd;
   const int64_t b_off = conv_dim + vd, a_off = b_off + Hv, in_rows = a_off + Hv + 3;
   auto win = rnd((size_t)(R * (K - 1) * conv_dim), 80, 2.0f);
@@ -666,9 +669,11 @@ int main(void) {
     printf("-- norms %s\n", mode == MC_NORMS_PLAIN ? "plain" : "staged");
     check_rmsnorm();
     check_fused();
-    check_fused_mamba2();
-    check_fused_gdn(4, 4, 12, 24, 16, "R=4 Hk=4 Hv=12 dk=24 dv=16");
-    check_fused_gdn(2, 2, 4, 128, 128, "R=2 4B head 128 x 128");
+    check_fused_mamba2(4);
+    check_fused_mamba2(3);
+    check_fused_gdn(4, 4, 12, 24, 16, 4, "R=4 Hk=4 Hv=12 dk=24 dv=16 K=4");
+    check_fused_gdn(4, 4, 12, 24, 16, 3, "R=4 Hk=4 Hv=12 dk=24 dv=16 K=3");
+    check_fused_gdn(2, 2, 4, 128, 128, 4, "R=2 4B head 128 x 128 K=4");
   }
   check_embed_act();
   check_conv();
