@@ -28,6 +28,7 @@
 #include "src/model_cuda/mc_gemm_mma.h"
 #include "src/model_cuda/mc_gemm_wide.h"
 #include "src/model_cuda/mc_model.h"
+#include "src/model_cuda/mc_prefetch.h"
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
 #include "src/model_cuda/mc_ssm_rows.h"
@@ -427,6 +428,47 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
+/* The L2 prefetch of the bf16 weights W [rows][cols] of the GEMM after the next kernel(s)
+ * (mc_prefetch.h): the side stream waits for what the step's stream has launched so far, then
+ * prefetches; pf_join (called by every GEMM) makes the step's stream wait for it. Nothing when
+ * the batch has no prefetch budget or the span is too small. */
+int pf_fork(mc_batch *b, const void *W, int64_t rows, int64_t cols) {
+  if (b->pf_budget <= 0 || !W || b->pf_pending) return 0;
+  const int64_t row_bytes = cols * (int64_t)sizeof(uint16_t);
+  const int64_t span = mc_l2_prefetch_span(rows, row_bytes, b->pf_budget);
+  if (span == 0) return 0;
+  if (cudaEventRecord(b->pf_fork_ev, b->stream) != cudaSuccess ||
+      cudaStreamWaitEvent(b->pf_stream, b->pf_fork_ev, 0) != cudaSuccess ||
+      mc_l2_prefetch(W, rows, row_bytes, span, b->pf_stream) != 0)
+    return -1;
+  b->pf_pending = 1;
+  return 0;
+}
+/* The same for the first bytes of an SSM layer's stored state (ssm_cuda_state's main
+ * checkpoint, [B][H][matrix bytes]: the rows its step's first blocks read), in chunks of
+ * PF_STATE_CHUNK; joined by pf_join before the step. */
+constexpr int64_t PF_STATE_CHUNK = 64 << 10;
+int pf_fork_state(mc_batch *b, const ssm_cuda_state *st) {
+  if (b->pf_state_budget <= 0 || b->pf_pending || !st->main.blob) return 0;
+  const int64_t total = (int64_t)st->B * st->dims.H * (int64_t)st->main.lay.bytes_per_matrix;
+  const int64_t chunks = (total < b->pf_state_budget ? total : b->pf_state_budget) / PF_STATE_CHUNK;
+  if (chunks < 1) return 0;
+  if (cudaEventRecord(b->pf_fork_ev, b->stream) != cudaSuccess ||
+      cudaStreamWaitEvent(b->pf_stream, b->pf_fork_ev, 0) != cudaSuccess ||
+      mc_l2_prefetch(st->main.blob, chunks, PF_STATE_CHUNK, PF_STATE_CHUNK, b->pf_stream) != 0)
+    return -1;
+  b->pf_pending = 1;
+  return 0;
+}
+int pf_join(mc_batch *b) {
+  if (!b->pf_pending) return 0;
+  b->pf_pending = 0;
+  return cudaEventRecord(b->pf_join_ev, b->pf_stream) != cudaSuccess ||
+                 cudaStreamWaitEvent(b->stream, b->pf_join_ev, 0) != cudaSuccess
+             ? -1
+             : 0;
+}
+
 /* bf16 models with the tensor-core kernel (mc_gemm_mma.h): Y = W . X for the batch's RT token
  * rows, on pieces of up to 64 rows (the kernel's bits do not depend on the rows in a call). The
  * padding rows RT..Rpad-1 are not computed: no kernel reads them from a GEMM's output (the
@@ -505,7 +547,7 @@ int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* 
   const float one = 1.0f, zero = 0.0f;
   const int tile = b->g->row_tile;
   if (!xb) xb = b->xb;
-  if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols) return -1;
+  if (b->g->prec != MC_GEMM_BF16 || cols > b->gemm_cols || pf_join(b) != 0) return -1;
   if (b->g->gemm_mma) {
     const int rc = gemm_mma(b, W, rows, cols, xb, 0, Y, ldy);
     if (rc != -2) return rc;
@@ -532,6 +574,7 @@ int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X 
          float *Y /* [Rpad][ldy] */, int64_t ldy) {
   const float one = 1.0f, zero = 0.0f;
   const int tile = b->g->row_tile;
+  if (pf_join(b) != 0) return -1;
   if (b->g->prec == MC_GEMM_BF16) {
     if (b->g->gemm_mma) { /* X read as fp32 and rounded in the kernel: no f32_to_bf16 launch */
       const int rc = gemm_mma(b, W, rows, cols, X, 1, Y, ldy);
@@ -612,6 +655,11 @@ extern "C" void mc_batch_free(mc_batch *b) {
     cudaEventDestroy(b->join_ev[j]);
   }
   if (b->nside) cudaEventDestroy(b->fork_ev);
+  if (b->pf_on) {
+    cudaStreamDestroy(b->pf_stream);
+    cudaEventDestroy(b->pf_fork_ev);
+    cudaEventDestroy(b->pf_join_ev);
+  }
   free(b->cfgs);
   void *hs[] = {b->h_tok, b->h_tgt, b->h_pos, b->h_met};
   for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
@@ -772,6 +820,29 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
       if (ok) b->nside = j + 1;
     }
     if (!ok && b->nside == 0) cudaEventDestroy(b->fork_ev);
+  }
+  /* the L2 prefetch's stream and events: cuBLAS GEMMs only (the tensor-core kernels load their
+     first weights before their PDL wait already) */
+  const int64_t pf = b->g->prec == MC_GEMM_BF16 && !b->g->gemm_mma && !b->g->gemm_wide
+                         ? mc_l2_prefetch_budget()
+                         : 0;
+  const int64_t pf_state = mc_l2_prefetch_state_budget();
+  if (ok && (pf > 0 || pf_state > 0)) {
+    ok = cudaStreamCreateWithFlags(&b->pf_stream, cudaStreamNonBlocking) == cudaSuccess;
+    if (ok && cudaEventCreateWithFlags(&b->pf_fork_ev, cudaEventDisableTiming) != cudaSuccess) {
+      cudaStreamDestroy(b->pf_stream);
+      ok = 0;
+    }
+    if (ok && cudaEventCreateWithFlags(&b->pf_join_ev, cudaEventDisableTiming) != cudaSuccess) {
+      cudaStreamDestroy(b->pf_stream);
+      cudaEventDestroy(b->pf_fork_ev);
+      ok = 0;
+    }
+    if (ok) {
+      b->pf_on = 1;
+      b->pf_budget = pf;
+      b->pf_state_budget = pf_state;
+    }
   }
   const char *prof = getenv("RSSM_CUDA_PROFILE");
   if (ok && prof && strcmp(prof, "1") == 0) {
@@ -1058,7 +1129,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
     if (ev) cudaEventRecord(ev[3 * i], b->stream);
     /* MoE blocks have no dense input projection (in_rows 0, which cuBLAS rejects as ldc 0) */
     void *ub = bf16 && w->w_in ? (void *)b->xb : nullptr; /* [Rpad][H] bf16 input of w_in */
-    int rc = add_norm(w->norm, ub);
+    int rc = ub ? pf_fork(b, w->w_in, w->in_rows, H) : 0; /* while the norm runs */
+    rc = rc || add_norm(w->norm, ub);
     /* an MLP on the tensor-core kernel: the input projection writes the activation (xb_act) */
     const int mlp_act = !rc && ub ? gemm_mlp_act(b, w, H) : -2;
     rc = rc || mlp_act == -1;
@@ -1082,12 +1154,13 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                            w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha, b->e_beta,
                            R, Hk, Hv, dk, dv, s);
         else
-          rc = rc || mc_gdn_conv_prep(b->conv_win[i], b->proj, w->in_rows, conv_dim + vd,
-                                      conv_dim + vd + Hv, w->conv_w, b->cv, (int)c->gdn_kernel,
-                                      w->A_log, w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha,
-                                      b->e_beta, R, Hk, Hv, dk, dv, s);
+          rc = rc || pf_fork_state(b, &b->eng[i][0]) ||
+               mc_gdn_conv_prep(b->conv_win[i], b->proj, w->in_rows, conv_dim + vd,
+                                conv_dim + vd + Hv, w->conv_w, b->cv, (int)c->gdn_kernel, w->A_log,
+                                w->dt_bias, b->e_q, b->e_k, b->e_v, b->e_alpha, b->e_beta, R, Hk,
+                                Hv, dk, dv, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
-        rc = rc || ssm_fork(b);
+        rc = rc || pf_join(b) || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K * T; /* first token row of configuration ci */
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hv, b->e_beta + r0 * Hv, b->e_v + r0 * vd,
@@ -1097,6 +1170,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         out_ready = bf16 && w->w_out;
+        rc = rc || (out_ready && pf_fork(b, w->w_out, H, w->out_cols));
         rc = rc || mc_rmsnorm_gate(b->e_o, b->act, out_ready ? (void *)b->xb : nullptr,
                                    b->proj + conv_dim, w->in_rows, R, b->Rpad, Hv, dv, vd,
                                    w->vnorm, 0, eps, s);
@@ -1116,12 +1190,12 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                               w->dt_bias, dt_lo, dt_hi, b->pos_d, b->e_alpha, b->e_v, b->e_k,
                               b->e_q, R, Hm, P, G, N, s);
         else
-          rc = rc || mc_mamba2_conv_prep(b->conv_win[i], b->proj, w->in_rows, w->conv_w,
-                                         w->conv_b, b->cv, conv_dim, (int)c->m_kernel, w->A_log,
-                                         w->dt_bias, dt_lo, dt_hi, b->pos_d, b->e_alpha, b->e_v,
-                                         b->e_k, b->e_q, R, Hm, P, G, N, s);
+          rc = rc || pf_fork_state(b, &b->eng[i][0]) ||
+               mc_mamba2_conv_prep(b->conv_win[i], b->proj, w->in_rows, w->conv_w, w->conv_b, b->cv,
+                                   conv_dim, (int)c->m_kernel, w->A_log, w->dt_bias, dt_lo, dt_hi,
+                                   b->pos_d, b->e_alpha, b->e_v, b->e_k, b->e_q, R, Hm, P, G, N, s);
         if (ev) cudaEventRecord(ev[3 * i + 1], b->stream);
-        rc = rc || ssm_fork(b);
+        rc = rc || pf_join(b) || ssm_fork(b);
         for (int ci = 0; !rc && ci < b->C; ci++) {
           const int64_t r0 = (int64_t)ci * K * T;
           ssm_cuda_inputs in = {b->e_alpha + r0 * Hm, nullptr, b->e_v + r0 * di,
@@ -1131,6 +1205,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
         rc = rc || ssm_join(b);
         if (ev) cudaEventRecord(ev[3 * i + 2], b->stream);
         out_ready = bf16 && w->w_out;
+        rc = rc || (out_ready && pf_fork(b, w->w_out, H, w->out_cols));
         rc = rc || mc_mamba2_gate_norm(b->e_o, b->cv, conv_dim, b->proj, w->in_rows, w->D, b->act,
                                        out_ready ? (void *)b->xb : nullptr, R, b->Rpad, Hm, P, G,
                                        w->vnorm, eps, s);
@@ -1139,6 +1214,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       case BK_QATTN:
       case BK_NATTN: {
         const int gated = w->kind == BK_QATTN;
+        rc = rc || (bf16 && w->w_out && pf_fork(b, w->w_out, H, w->out_cols));
         /* spec: draft j of row r writes K/V at slot pos[r] + j of row r's cache (a rejected
          * draft's slots are overwritten by the next round) and attends over 0..pos[r] + j */
         rc = rc || mc_qk_prepare_t(b->proj, w->in_rows, gated, w->q_norm, w->k_norm, b->rope_cos,
@@ -1154,12 +1230,14 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
       case BK_SWIGLU:
         out_ready = bf16 && w->w_out;
         if (mlp_act == 0) break; /* done by the input projection */
+        rc = rc || (out_ready && pf_fork(b, w->w_out, H, w->out_cols));
         rc = rc || (out_ready ? mc_swiglu_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
                               : mc_swiglu(b->proj, b->act, R, w->out_cols, s));
         break;
       case BK_RELU2:
         out_ready = bf16 && w->w_out;
         if (mlp_act == 0) break;
+        rc = rc || (out_ready && pf_fork(b, w->w_out, H, w->out_cols));
         rc = rc || (out_ready ? mc_relu2_bf16(b->proj, b->act, b->xb, R, b->Rpad, w->out_cols, s)
                               : mc_relu2(b->proj, b->act, R, w->out_cols, s));
         break;
@@ -1203,7 +1281,8 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                        w->layer, what, cudaGetErrorString(cudaGetLastError()));
   }
   if (ev) cudaEventRecord(ev[3 * g->nblocks], b->stream);
-  int rc = add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
+  int rc = bf16 ? pf_fork(b, g->lm_head, V, H) : 0;
+  rc = rc || add_norm(g->final_norm, bf16 ? (void *)b->xb : nullptr);
   rc = rc || (bf16 ? gemm_xb(b, g->lm_head, V, H, b->logits, V)
                    : gemm(b, g->lm_head, V, H, b->u, b->logits, V));
   if (want_metrics) {
@@ -1212,6 +1291,7 @@ int step_launches(mc_batch *b, int want_metrics, char *err, size_t errlen) {
                                               b->ref_row_d, b->tgt, R, V, b->met, s)
                      : mc_row_metrics_launch(b->logits, b->stats, b->tgt, R, K, V, b->met, s));
   }
+  rc = rc || pf_join(b); /* none left forked (a capture must end joined) */
   if (ev) cudaEventRecord(ev[3 * g->nblocks + 1], b->stream);
   if (rc)
     return rssm_fail(err, errlen, "final norm, lm_head or metrics: launch failed (%s)",

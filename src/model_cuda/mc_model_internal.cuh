@@ -168,6 +168,16 @@ struct mc_batch {
   int nside;                 /* side streams in use (0: everything on `stream`) */
   cudaStream_t side[MC_SIDE_STREAMS];
   cudaEvent_t fork_ev, join_ev[MC_SIDE_STREAMS];
+  /* The L2 prefetch of a cuBLAS GEMM's weights while the kernels before it run (mc_prefetch.h),
+   * on its own side stream, forked before those kernels and joined before the GEMM (bf16 models
+   * on cuBLAS with RSSM_L2_PREFETCH set); likewise an SSM layer's state before its step
+   * (RSSM_L2_PREFETCH_STATE). Neither set: no stream. */
+  int64_t pf_budget;       /* bytes ahead of one GEMM */
+  int64_t pf_state_budget; /* bytes of an SSM layer's state ahead of its step */
+  int pf_on;               /* the stream and events exist */
+  int pf_pending;          /* a prefetch forked and not yet joined */
+  cudaStream_t pf_stream;
+  cudaEvent_t pf_fork_ev, pf_join_ev;
   int prof;
   cudaEvent_t *prof_ev;      /* [3 nblocks + 2]: block start, SSM start, SSM end; head end, step end */
   double *prof_ms;           /* [2 nblocks + 2]: block, SSM part; head; host wall per step */
