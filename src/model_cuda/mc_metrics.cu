@@ -26,6 +26,16 @@ constexpr int STAT_THREADS = 1024;
 constexpr int STAT_BATCH = 8;
 constexpr int MET_THREADS = 256;
 
+/* A row_stats thread's next STAT_BATCH elements, i = base + k STAT_THREADS (0 past V). */
+__device__ inline void load_stat_batch(const float *x /* [V] */, int64_t base, int64_t V,
+                                       float *v /* [STAT_BATCH] */) {
+#pragma unroll
+  for (int k = 0; k < STAT_BATCH; k++) {
+    const int64_t i = base + (int64_t)k * STAT_THREADS;
+    v[k] = i < V ? x[i] : 0.0f;
+  }
+}
+
 /* The last five levels (off = 16 .. 1) of the block trees below, in warp 0 by shuffles rather
  * than in shared memory with a barrier of the whole block after each: at every level lane t
  * combines its value with lane t + off's, which is exactly the shared-memory level's
@@ -68,11 +78,7 @@ row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stat
      (STAT_BATCH says why), then visited in ascending i as one at a time would */
   for (int64_t base = t; base < V; base += (int64_t)STAT_BATCH * STAT_THREADS) {
     float v[STAT_BATCH];
-#pragma unroll
-    for (int k = 0; k < STAT_BATCH; k++) {
-      const int64_t i = base + (int64_t)k * STAT_THREADS;
-      v[k] = i < V ? x[i] : 0.0f;
-    }
+    load_stat_batch(x, base, V, v);
 #pragma unroll
     for (int k = 0; k < STAT_BATCH; k++) {
       const int64_t i = base + (int64_t)k * STAT_THREADS;
@@ -112,11 +118,7 @@ row_stats_kernel(const float *logits /* [R][V] */, int64_t V, mc_row_stats *stat
   double s = 0.0;
   for (int64_t base = t; base < V; base += (int64_t)STAT_BATCH * STAT_THREADS) {
     float v[STAT_BATCH];
-#pragma unroll
-    for (int k = 0; k < STAT_BATCH; k++) {
-      const int64_t i = base + (int64_t)k * STAT_THREADS;
-      v[k] = i < V ? x[i] : 0.0f;
-    }
+    load_stat_batch(x, base, V, v);
 #pragma unroll
     for (int k = 0; k < STAT_BATCH; k++) {
       if (base + (int64_t)k * STAT_THREADS >= V) break;
