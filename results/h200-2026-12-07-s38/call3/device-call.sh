@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Session 38, call 3 (issue 18), the whole session's measurement in one call (each refused start
-# cost 90-180 s): the
-# latency fixes (the norms' sums of squares batched, row_stats' loads 8 deep, the conv + prep
+# cost 90-180 s): the latency fixes (the norms' sums of squares batched, row_stats' loads 8 deep, the conv + prep
 # kernels compiled for conv width 4, attention splits of at least 64 positions) checked and set
 # against e4727b7 (.devrun/old); the L2 prefetch (RSSM_L2_PREFETCH, RSSM_L2_PREFETCH_STATE MiB,
 # mc_prefetch.h) on the 4B shapes, traced; then every GPU check with both prefetches on (they
