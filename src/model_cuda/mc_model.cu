@@ -428,37 +428,34 @@ int ssm_join(mc_batch *b) {
   return rc;
 }
 
-/* The L2 prefetch of the bf16 weights W [rows][cols] of the GEMM after the next kernel(s)
- * (mc_prefetch.h): the side stream waits for what the step's stream has launched so far, then
- * prefetches; pf_join (called by every GEMM) makes the step's stream wait for it. Nothing when
- * the batch has no prefetch budget or the span is too small. */
-int pf_fork(mc_batch *b, const void *W, int64_t rows, int64_t cols) {
-  if (b->pf_budget <= 0 || !W || b->pf_pending) return 0;
-  const int64_t row_bytes = cols * (int64_t)sizeof(uint16_t);
-  const int64_t span = mc_l2_prefetch_span(rows, row_bytes, b->pf_budget);
-  if (span == 0) return 0;
+/* The L2 prefetch (mc_prefetch.h) of `rows` rows of row_bytes at P, `span` bytes of each: the
+ * side stream waits for what the step's stream has launched so far, then prefetches; pf_join
+ * (called by every GEMM and before every SSM step) makes the step's stream wait for it. */
+int pf_launch(mc_batch *b, const void *P, int64_t rows, int64_t row_bytes, int64_t span) {
   if (cudaEventRecord(b->pf_fork_ev, b->stream) != cudaSuccess ||
       cudaStreamWaitEvent(b->pf_stream, b->pf_fork_ev, 0) != cudaSuccess ||
-      mc_l2_prefetch(W, rows, row_bytes, span, b->pf_stream) != 0)
+      mc_l2_prefetch(P, rows, row_bytes, span, b->pf_stream) != 0)
     return -1;
   b->pf_pending = 1;
   return 0;
 }
-/* The same for the first bytes of an SSM layer's stored state (ssm_cuda_state's main
- * checkpoint, [B][H][matrix bytes]: the rows its step's first blocks read), in chunks of
- * PF_STATE_CHUNK; joined by pf_join before the step. */
+/* The bf16 weights W [rows][cols] of the GEMM after the next kernel(s): the first
+ * mc_l2_prefetch_span bytes of each row. Nothing when the batch has no budget, one is pending,
+ * or the span is too small. */
+int pf_fork(mc_batch *b, const void *W, int64_t rows, int64_t cols) {
+  if (b->pf_budget <= 0 || !W || b->pf_pending) return 0;
+  const int64_t row_bytes = cols * (int64_t)sizeof(uint16_t);
+  const int64_t span = mc_l2_prefetch_span(rows, row_bytes, b->pf_budget);
+  return span == 0 ? 0 : pf_launch(b, W, rows, row_bytes, span);
+}
+/* The first bytes of an SSM layer's stored state (ssm_cuda_state's main checkpoint,
+ * [B][H][matrix bytes]: the rows its step's first blocks read), whole chunks of PF_STATE_CHUNK. */
 constexpr int64_t PF_STATE_CHUNK = 64 << 10;
 int pf_fork_state(mc_batch *b, const ssm_cuda_state *st) {
   if (b->pf_state_budget <= 0 || b->pf_pending || !st->main.blob) return 0;
   const int64_t total = (int64_t)st->B * st->dims.H * (int64_t)st->main.lay.bytes_per_matrix;
   const int64_t chunks = (total < b->pf_state_budget ? total : b->pf_state_budget) / PF_STATE_CHUNK;
-  if (chunks < 1) return 0;
-  if (cudaEventRecord(b->pf_fork_ev, b->stream) != cudaSuccess ||
-      cudaStreamWaitEvent(b->pf_stream, b->pf_fork_ev, 0) != cudaSuccess ||
-      mc_l2_prefetch(st->main.blob, chunks, PF_STATE_CHUNK, PF_STATE_CHUNK, b->pf_stream) != 0)
-    return -1;
-  b->pf_pending = 1;
-  return 0;
+  return chunks < 1 ? 0 : pf_launch(b, st->main.blob, chunks, PF_STATE_CHUNK, PF_STATE_CHUNK);
 }
 int pf_join(mc_batch *b) {
   if (!b->pf_pending) return 0;

@@ -1,41 +1,24 @@
-/* The host arithmetic of the L2 prefetch (mc_prefetch.h): the budget from the environment and
- * the span of each row. Pure C, so that the CPU tests hold it to its definition. */
+/* The host arithmetic of the L2 prefetch (mc_prefetch.h): the budgets from the environment (the
+ * runtime's one reader of A/B switches, rssm_env_switch) and the span of each row. Pure C, so
+ * that the CPU tests hold it to its definition. */
 #include "src/model_cuda/mc_prefetch.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "src/io/env_switch.h"
 
 /* the bulk prefetch moves multiples of 16 bytes; below this a row's span is not worth a thread */
 #define PREFETCH_UNIT 16
 #define PREFETCH_MIN_SPAN 256
-#define PREFETCH_MAX_MIB 1024
 
-int64_t mc_l2_prefetch_parse(const char *text, int *bad) {
-  if (!text) return 0;
-  if (!isdigit((unsigned char)text[0])) { /* strtol would take a sign or leading blanks */
-    if (bad) *bad = 1;
-    return 0;
-  }
-  char *end = NULL;
-  errno = 0;
-  const long v = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < 0 || v > PREFETCH_MAX_MIB) {
-    if (bad) *bad = 1;
-    return 0;
-  }
-  return (int64_t)v << 20;
-}
+/* The MiB a switch may name (mc_prefetch.h); the index 0 is off. */
+static const char *const budgets_mib[] = {"0", "4", "8", "16", "32", "64"};
 
-/* *budget from the environment variable `name` at the first call (-1 before it) */
+/* The budget named by the environment variable `name`, read once into *budget (-1 before). */
 static int64_t budget_from(const char *name, int64_t *budget) {
   if (*budget < 0) {
-    const char *v = getenv(name);
-    int bad = 0;
-    *budget = mc_l2_prefetch_parse(v, &bad);
-    if (bad) /* a typo must not pass unseen */
-      fprintf(stderr, "%s=%s: expected MiB from 0 to %d; no prefetch\n", name, v, PREFETCH_MAX_MIB);
+    const int n = (int)(sizeof budgets_mib / sizeof budgets_mib[0]);
+    *budget = (int64_t)atoi(budgets_mib[rssm_env_switch(name, budgets_mib, n, 0)]) << 20;
   }
   return *budget;
 }

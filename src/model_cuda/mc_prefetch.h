@@ -22,15 +22,13 @@
 extern "C" {
 #endif
 
-/* Bytes prefetched ahead of one GEMM (RSSM_L2_PREFETCH MiB; 0 when off or not a number). */
+/* Bytes prefetched ahead of one GEMM (RSSM_L2_PREFETCH: 0, 4, 8, 16, 32 or 64 MiB; unset or
+ * another value, which gets one line on stderr: 0). Read once, through rssm_env_switch. */
 int64_t mc_l2_prefetch_budget(void);
 /* Bytes of an SSM layer's stored state (the engine's main checkpoint, from its start: the rows
  * the SSM step's first blocks read) prefetched while the conv + prep kernel before the step
- * runs (RSSM_L2_PREFETCH_STATE MiB; 0 when off or not a number). */
+ * runs (RSSM_L2_PREFETCH_STATE, the same values). */
 int64_t mc_l2_prefetch_state_budget(void);
-/* The budget for an RSSM_L2_PREFETCH value (NULL: unset): whole MiB from 0 to 1024, else 0 and,
- * for a value that is not one, *bad set to 1 (the caller says so once). */
-int64_t mc_l2_prefetch_parse(const char *text, int *bad);
 
 /* The bytes of each weight row to prefetch so that rows of row_bytes (the row stride) take at
  * most `budget` bytes in all: budget / rows rounded down to 16 (the bulk prefetch's unit), at

@@ -1,25 +1,27 @@
-/* src/model_cuda/mc_prefetch.c: the L2 prefetch's budget from RSSM_L2_PREFETCH and the bytes of
- * each weight row it asks for, held to their definitions (mc_prefetch.h). */
+/* src/model_cuda/mc_prefetch.c: the L2 prefetch's budgets from RSSM_L2_PREFETCH(_STATE) and the
+ * bytes of each weight row it asks for, held to their definitions (mc_prefetch.h). */
 #include <criterion/criterion.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "src/model_cuda/mc_prefetch.h"
 
-Test(prefetch, budget_is_whole_mib_or_refused) {
-  int bad = 0;
-  cr_assert_eq(mc_l2_prefetch_parse(NULL, &bad), 0);
-  cr_assert_eq(bad, 0, "unset is off, not an error");
-  cr_assert_eq(mc_l2_prefetch_parse("0", &bad), 0);
-  cr_assert_eq(mc_l2_prefetch_parse("16", &bad), (int64_t)16 << 20);
-  cr_assert_eq(mc_l2_prefetch_parse("1024", &bad), (int64_t)1024 << 20);
-  cr_assert_eq(bad, 0);
-  const char *wrong[] = {"", "x", "8M", "-1", "1025", "1.5", " 8", "99999999999999999999"};
-  for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
-    bad = 0;
-    cr_assert_eq(mc_l2_prefetch_parse(wrong[i], &bad), 0, "\"%s\" gives no budget", wrong[i]);
-    cr_assert_eq(bad, 1, "\"%s\" is reported", wrong[i]);
-  }
+/* Criterion runs each test in its own process, so each reads the switch afresh. */
+Test(prefetch, budget_from_the_switch) {
+  setenv("RSSM_L2_PREFETCH", "16", 1);
+  setenv("RSSM_L2_PREFETCH_STATE", "64", 1);
+  cr_assert_eq(mc_l2_prefetch_budget(), (int64_t)16 << 20);
+  cr_assert_eq(mc_l2_prefetch_state_budget(), (int64_t)64 << 20);
+  setenv("RSSM_L2_PREFETCH", "8", 1);
+  cr_assert_eq(mc_l2_prefetch_budget(), (int64_t)16 << 20, "read once: a graph launches alike");
+}
+
+Test(prefetch, unset_or_unknown_is_off) {
+  unsetenv("RSSM_L2_PREFETCH");
+  setenv("RSSM_L2_PREFETCH_STATE", "16M", 1); /* not one of the values: off, with a line */
+  cr_assert_eq(mc_l2_prefetch_budget(), 0);
+  cr_assert_eq(mc_l2_prefetch_state_budget(), 0);
 }
 
 Test(prefetch, span_divides_the_budget_over_the_rows) {
