@@ -68,7 +68,7 @@ static int parse_words(const char *text, bg_options *o, int which) {
       else
         cli_error(CMD,
                   "--variants: '%s' (expected a list of cublas, stream, splitk, stream4, mma4, "
-                  "mma8, mma16, wide or 0..7)",
+                  "mma8, mma16, wide, lt0..lt7 or 0..15)",
                   t);
       return 2;
     }
@@ -97,26 +97,63 @@ int bg_parse(int argc, char **argv, bg_options *o) {
   o->flush = 1;
   const char *shape = NULL, *rows = NULL, *prec = NULL, *variants = NULL, *flush = NULL;
   const cli_opt opts[] = {
-      {.name = "--shape", .type = CLI_STR, .dest = &shape, .meta = "LIST",
+      {.name = "--shape",
+       .type = CLI_STR,
+       .dest = &shape,
+       .meta = "LIST",
        .def = "qwen-tiny,nemo-tiny,qwen4b,nano4b",
        .help = "the models whose step's GEMMs are timed (config.json from data/models/ and\n"
                "data/shapes/, read from the current directory: run from the repository root)"},
-      {.name = "--rows", .type = CLI_STR, .dest = &rows, .meta = "LIST", .def = "16,64",
+      {.name = "--rows",
+       .type = CLI_STR,
+       .dest = &rows,
+       .meta = "LIST",
+       .def = "16,64",
        .help = "rows R of each GEMM call, 1..64"},
-      {.name = "--prec", .type = CLI_STR, .dest = &prec, .meta = "LIST", .def = "fp32,bf16",
+      {.name = "--prec",
+       .type = CLI_STR,
+       .dest = &prec,
+       .meta = "LIST",
+       .def = "fp32,bf16",
        .help = "GEMM precisions: fp32 (cublasSgemm without TF32), bf16 (bf16 W and X, fp32\n"
                "accumulation)"},
-      {.name = "--variants", .type = CLI_STR, .dest = &variants, .meta = "LIST", .def = "all",
-       .help = "cublas,stream,splitk,stream4,mma4,mma8,mma16,wide (or 0..7; mma, wide: bf16 only);\n"
-               "docs/bench-gemm.md"},
-      {.name = "--reps", .type = CLI_INT, .dest = &o->reps, .meta = "N", .def = "20", .lo = 1,
-       .hi = 10000, .help = "timed launches per point (the median is reported)"},
-      {.name = "--warmup", .type = CLI_INT, .dest = &o->warmup, .meta = "N", .def = "3", .lo = 0,
-       .hi = 1000, .help = "untimed launches first"},
-      {.name = "--tile", .type = CLI_INT, .dest = &o->tile, .meta = "N", .def = "0", .lo = 0,
-       .hi = 64, .help = "rows per cuBLAS call of the cublas variant (0: the runtime's row tile,\n"
+      {.name = "--variants",
+       .type = CLI_STR,
+       .dest = &variants,
+       .meta = "LIST",
+       .def = "all",
+       .help = "cublas,stream,splitk,stream4,mma4,mma8,mma16,wide,lt0..lt7 (or 0..15;\n"
+               "mma, wide, lt: bf16 only); docs/bench-gemm.md"},
+      {.name = "--reps",
+       .type = CLI_INT,
+       .dest = &o->reps,
+       .meta = "N",
+       .def = "20",
+       .lo = 1,
+       .hi = 10000,
+       .help = "timed launches per point (the median is reported)"},
+      {.name = "--warmup",
+       .type = CLI_INT,
+       .dest = &o->warmup,
+       .meta = "N",
+       .def = "3",
+       .lo = 0,
+       .hi = 1000,
+       .help = "untimed launches first"},
+      {.name = "--tile",
+       .type = CLI_INT,
+       .dest = &o->tile,
+       .meta = "N",
+       .def = "0",
+       .lo = 0,
+       .hi = 64,
+       .help = "rows per cuBLAS call of the cublas and lt variants (0: the runtime's row tile,\n"
                "mc_row_tile_for of the model's GEMM bytes: 16 or 64)"},
-      {.name = "--flush", .type = CLI_STR, .dest = &flush, .meta = "on|off", .def = "on",
+      {.name = "--flush",
+       .type = CLI_STR,
+       .dest = &flush,
+       .meta = "on|off",
+       .def = "on",
        .help = "on: read 2 x L2 bytes before each timed GEMM and step (weights from DRAM);\n"
                "off: back to back (the tiny models' weights then stay in L2, as they may in\n"
                "a run)"},

@@ -1,6 +1,6 @@
 /* The GPU runtime's A/B switches read from the environment (RSSM_PDL, RSSM_FUSED_STEP,
  * RSSM_GEMM_MMA16, RSSM_MAT4_ROWS, RSSM_MAT4_WARPS, RSSM_ATTN_TRIM, RSSM_L2_PREFETCH,
- * RSSM_L2_PREFETCH_STATE: docs/gpu-runtime.md): one
+ * RSSM_L2_PREFETCH_STATE, RSSM_GEMM_LT: docs/gpu-runtime.md): one
  * reader, so that every switch treats an unset variable and a typo alike. */
 #ifndef RSSM_IO_ENV_SWITCH_H
 #define RSSM_IO_ENV_SWITCH_H

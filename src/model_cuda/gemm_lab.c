@@ -3,13 +3,16 @@
  * `bench gemm`, its tests) has it. */
 #include "src/model_cuda/gemm_lab.h"
 
+#include "src/model_cuda/mc_gemm_lt.h"
 #include "src/model_cuda/mc_gemm_wide.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-static const char *const names[GEMM_LAB_NVARIANTS] = {"cublas", "stream", "splitk", "stream4",
-                                                      "mma4",   "mma8",   "mma16",  "wide"};
+static const char *const names[GEMM_LAB_NVARIANTS] = {
+    "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16", "wide",
+    "lt0",    "lt1",    "lt2",    "lt3",     "lt4",  "lt5",  "lt6",   "lt7"};
 
 const char *gemm_lab_name(int variant) {
   return variant >= 0 && variant < GEMM_LAB_NVARIANTS ? names[variant] : NULL;
@@ -17,10 +20,22 @@ const char *gemm_lab_name(int variant) {
 
 int gemm_lab_parse(const char *text) {
   for (int v = 0; v < GEMM_LAB_NVARIANTS; v++) {
-    const char digit[2] = {(char)('0' + v), '\0'};
-    if (strcmp(text, names[v]) == 0 || strcmp(text, digit) == 0) return v;
+    char number[4];
+    snprintf(number, sizeof number, "%d", v);
+    if (strcmp(text, names[v]) == 0 || strcmp(text, number) == 0) return v;
   }
   return -1;
+}
+
+_Static_assert(GEMM_LAB_LT_RANKS == MC_GEMM_LT_RANKS,
+               "one lt variant per rank the runtime may use");
+
+int gemm_lab_lt_rank(int variant) {
+  return variant >= GEMM_LAB_LT0 && variant < GEMM_LAB_NVARIANTS ? variant - GEMM_LAB_LT0 : -1;
+}
+
+int gemm_lab_is_tiled(int variant) {
+  return variant == GEMM_LAB_CUBLAS || gemm_lab_lt_rank(variant) >= 0;
 }
 
 int gemm_lab_is_order(int variant) {
@@ -36,7 +51,8 @@ int gemm_lab_mma_warps(int variant) {
 
 int gemm_lab_has_prec(int variant, gemm_lab_prec p) {
   if (variant < 0 || variant >= GEMM_LAB_NVARIANTS) return 0;
-  return p == GEMM_LAB_BF16 || (gemm_lab_mma_warps(variant) == 0 && variant != GEMM_LAB_WIDE);
+  return p == GEMM_LAB_BF16 || (gemm_lab_mma_warps(variant) == 0 && variant != GEMM_LAB_WIDE &&
+                                gemm_lab_lt_rank(variant) < 0);
 }
 
 int gemm_lab_wide_splits(int variant, int64_t rows, int64_t cols, int sms) {
@@ -48,7 +64,7 @@ int gemm_lab_chunk(gemm_lab_prec p) { return p == GEMM_LAB_BF16 ? 8 : 4; }
 int gemm_lab_wbytes(gemm_lab_prec p) { return p == GEMM_LAB_BF16 ? 2 : 4; }
 
 int64_t gemm_lab_rows_alloc(int variant, int R, int tile) {
-  if (variant != GEMM_LAB_CUBLAS) return R;
+  if (!gemm_lab_is_tiled(variant)) return R;
   if (tile < 1) tile = 1;
   return ((int64_t)R + tile - 1) / tile * tile;
 }

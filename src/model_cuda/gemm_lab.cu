@@ -1,18 +1,21 @@
 /* The small-GEMM lab's entry point (gemm_lab.h): the cuBLAS handle, X's bf16 rounding (as the
  * runtime's f32_to_bf16), variant 0 (the runtime's per-tile cuBLAS calls, copied from gemm() in
  * mc_model.cu, which this lab does not change) and the dispatch to the stream kernels
- * (gemm_lab_stream.cu) and to the runtime's tensor-core kernel (mc_gemm_mma.cu); the device fill of
- * random weights for the bench and the check. */
+ * (gemm_lab_stream.cu), to the runtime's tensor-core kernels (mc_gemm_mma.cu, mc_gemm_wide.cu) and
+ * to cuBLASLt's ranked algorithms (mc_gemm_lt.cu); the device fill of random weights for the bench
+ * and the check. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
 #include "src/model_cuda/gemm_lab.h"
 #include "src/model_cuda/gemm_lab_stream.cuh"
+#include "src/model_cuda/mc_gemm_lt.h"
 #include "src/model_cuda/mc_gemm_mma.h"
 #include "src/model_cuda/mc_gemm_wide.h"
 
 struct gemm_lab_ctx {
   cublasHandle_t blas;
+  mc_gemm_lt *lt; /* the lt variants' handle and plans */
   void *ws; /* [GEMM_LAB_WS] bytes: the handle's own workspace, as the runtime's batch */
   cudaStream_t stream;
   int sms;               /* the device's multiprocessors (variant 7's split count) */
@@ -88,6 +91,7 @@ extern "C" gemm_lab_ctx *gemm_lab_create(void *stream) {
   bool ok = cublasCreate(&c->blas) == CUBLAS_STATUS_SUCCESS;
   if (!ok) c->blas = nullptr;
   ok = ok && cublasSetStream(c->blas, c->stream) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && (c->lt = mc_gemm_lt_create()) != nullptr;
   ok = ok && cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS; /* no TF32 */
   ok = ok && cudaMalloc(&c->ws, GEMM_LAB_WS) == cudaSuccess;
   ok = ok && cublasSetWorkspace(c->blas, c->ws, GEMM_LAB_WS) == CUBLAS_STATUS_SUCCESS;
@@ -107,6 +111,7 @@ extern "C" gemm_lab_ctx *gemm_lab_create(void *stream) {
 
 extern "C" void gemm_lab_destroy(gemm_lab_ctx *c) {
   if (!c) return;
+  mc_gemm_lt_destroy(c->lt);
   if (c->blas) cublasDestroy(c->blas);
   if (c->ws) cudaFree(c->ws);
   cudaFree(c->wide_scratch);
@@ -129,12 +134,18 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
                        c->stream);
   const int64_t Ra = gemm_lab_rows_alloc(variant, R, tile);
   if (variant == GEMM_LAB_WIDE && !mc_gemm_wide_supported(W, xb, R, rows, cols, rows)) return -2;
+  if (gemm_lab_lt_rank(variant) >= 0 && /* every tile's operands 16-byte aligned (mc_gemm_lt.h) */
+      (cols % 8 || rows % 4 || (uintptr_t)W % 16 || (uintptr_t)xb % 16 || (uintptr_t)Y % 16))
+    return -2;
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_WIDE) /* xb, as the runtime's gemm_xb */
     return mc_gemm_wide(static_cast<const uint16_t *>(W), xb, Y, rows, R, rows, cols,
                         mc_gemm_wide_splits(rows, cols, c->sms), c->wide_scratch,
                         c->stream);
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);
+  if (const int rank = gemm_lab_lt_rank(variant); rank >= 0) /* Y's rows: ldy = rows */
+    return mc_gemm_lt_run(c->lt, rank, W, xb, Y, rows, Ra, rows, cols, tile, c->ws, GEMM_LAB_WS,
+                          c->stream);
   const void *x = p == GEMM_LAB_BF16 ? static_cast<const void *>(xb) : static_cast<const void *>(X);
   return gemm_lab_launch_order(p, variant == GEMM_LAB_STREAM4, W, x, scratch, Y, R, rows, cols,
                                nsplit, c->stream);

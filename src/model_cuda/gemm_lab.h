@@ -45,6 +45,16 @@
  *             a second kernel),
  *             reading xb as the runtime does (X rounded first, as variant 0); checked against
  *             gemm_lab_bound_mma at kw = its split count.
+ *   8-15 lt0..lt7  bf16 only: cuBLASLt's matmul with the i-th algorithm its heuristic ranks
+ *             for the shape (mc_gemm_lt.h, as the runtime's RSSM_GEMM_LT switch), on variant 0's
+ *             tiles and xb. cublasGemmEx runs one algorithm of its own choice; at the 4B
+ *             shapes' 64-row tiles it read the output projections at 43-56 % of copy (session
+ *             37), and the question is whether another ranked kernel (other tiles, split-K
+ *             counts) streams them faster. The rank names an algorithm through the shape, the
+ *             device and the library only, never through a timing, so a winner can ship as a
+ *             fixed rule. Refused (-2) when cols % 8 or rows % 4 is not 0 (a tile would not be
+ *             16-byte aligned) or when the heuristic ranks fewer than i + 1 algorithms.
+ *             Checked against gemm_lab_bound_cublas (any order, as variant 0).
  *
  * THE FIXED ORDER (variants 1, 2 and 3, and gemm_lab_ref_order on the CPU). A "chunk" is CH
  * consecutive k (CH = 8 for bf16, 4 for fp32: what one 16-byte load of W holds), chunk c covering
@@ -78,9 +88,11 @@ enum {
   GEMM_LAB_MMA4 = 4,
   GEMM_LAB_MMA8 = 5,
   GEMM_LAB_MMA16 = 6,
-  GEMM_LAB_WIDE = 7
+  GEMM_LAB_WIDE = 7,
+  GEMM_LAB_LT0 = 8, /* GEMM_LAB_LT0 + i: cuBLASLt's i-th ranked algorithm, i < GEMM_LAB_LT_RANKS */
 };
-#define GEMM_LAB_NVARIANTS 8
+#define GEMM_LAB_LT_RANKS 8 /* MC_GEMM_LT_RANKS */
+#define GEMM_LAB_NVARIANTS (GEMM_LAB_LT0 + GEMM_LAB_LT_RANKS)
 typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 
 #define GEMM_LAB_MAX_R 64 /* rows of X per call */
@@ -96,11 +108,16 @@ typedef enum { GEMM_LAB_FP32 = 0, GEMM_LAB_BF16 = 1 } gemm_lab_prec;
 #define GEMM_LAB_NW_WIDE 4
 #define GEMM_LAB_RB_WIDE 8
 
-/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16", "wide" for 0..7; NULL
- * otherwise. */
+/* "cublas", "stream", "splitk", "stream4", "mma4", "mma8", "mma16", "wide", "lt0" .. "lt7" for
+ * 0..15; NULL otherwise. */
 const char *gemm_lab_name(int variant);
-/* The variant numbered by name or digit ("1" or "stream"); -1 if none. */
+/* The variant numbered by name or number ("1" or "stream", "11" or "lt3"); -1 if none. */
 int gemm_lab_parse(const char *text);
+/* The heuristic rank a cuBLASLt variant uses (0..7 for lt0..lt7), -1 for the others. */
+int gemm_lab_lt_rank(int variant);
+/* Whether the variant calls cuBLAS once per tile of `tile` rows (cublas and the lt variants:
+ * X and Y hold gemm_lab_rows_alloc's padded rows). */
+int gemm_lab_is_tiled(int variant);
 /* "fp32", "bf16" */
 const char *gemm_lab_prec_name(gemm_lab_prec p);
 /* Whether the variant computes THE FIXED ORDER (1, 2, 3: bit-exact against gemm_lab_ref_order
@@ -111,15 +128,15 @@ int gemm_lab_mma_warps(int variant);
 /* Variant 7's split count for a weight of rows x cols on the device of sms multiprocessors
  * (mc_gemm_wide_splits); 0 for the other variants. */
 int gemm_lab_wide_splits(int variant, int64_t rows, int64_t cols, int sms);
-/* Whether the variant runs at precision p (the mma and wide variants: bf16 only). */
+/* Whether the variant runs at precision p (the mma, wide and lt variants: bf16 only). */
 int gemm_lab_has_prec(int variant, gemm_lab_prec p);
 /* Values of k per chunk (one 16-byte load of W): 8 for bf16, 4 for fp32. */
 int gemm_lab_chunk(gemm_lab_prec p);
 /* Bytes of one weight element: 2 or 4. */
 int gemm_lab_wbytes(gemm_lab_prec p);
 
-/* Rows X and Y must hold for a call of R rows on tiles of `tile` (variant 0: R rounded up to a
- * multiple of tile; variants 1-2: R). */
+/* Rows X and Y must hold for a call of R rows on tiles of `tile` (the tiled variants, 0 and the
+ * lt ones: R rounded up to a multiple of tile; the others: R). */
 int64_t gemm_lab_rows_alloc(int variant, int R, int tile);
 
 /* The split count of variant 2 for a weight of rows x cols on a device of sms multiprocessors:
@@ -180,10 +197,11 @@ void gemm_lab_destroy(gemm_lab_ctx *c);
  * rows per call. nsplit: variant 2's split count (variants 1 and 3: always 1). Every device pointer
  * 16-byte aligned. The mma variants read X itself (not xb) and need cols % 8 == 0; the wide
  * variant reads xb, needs cols % 8 == 0, and ignores nsplit and scratch (its count is
- * gemm_lab_wide_splits', its scratch the context's). Returns 0, -1 on
+ * gemm_lab_wide_splits', its scratch the context's); the lt variants read xb on tiles as variant
+ * 0 (their plans are cached in the context per shape and tile). Returns 0, -1 on
  * a launch or cuBLAS error, -2 when the arguments are not supported (R outside 1..64, nsplit
  * outside 1..GEMM_LAB_MAX_SPLITS, tile < 1, an mma variant at fp32 or on a shape
- * mc_gemm_mma_supported refuses). */
+ * mc_gemm_mma_supported refuses, an lt variant whose rank the heuristic does not reach). */
 int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const void *W /* [rows][cols] */,
                  const float *X /* [Ra][cols] */, uint16_t *xb /* [Ra][cols] */,
                  float *scratch /* [nsplit][R][rows] */, float *Y /* [Ra][rows] */, int R,

@@ -28,6 +28,7 @@
 #include "src/model_cuda/mc_gemm_mma.h"
 #include "src/model_cuda/mc_gemm_wide.h"
 #include "src/model_cuda/mc_model.h"
+#include "src/model_cuda/mc_gemm_lt.h"
 #include "src/model_cuda/mc_prefetch.h"
 #include "src/model_cuda/mc_model_internal.cuh"
 #include "src/model_cuda/mc_ref.h"
@@ -553,6 +554,12 @@ int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* 
     const int rc = gemm_wide(b, W, rows, cols, xb, Y, ldy);
     if (rc != -2) return rc;
   }
+  if (b->lt && mc_gemm_lt_takes(b->lt_rule, rows, cols)) { /* RSSM_GEMM_LT */
+    const int rc =
+        mc_gemm_lt_run(b->lt, b->lt_rule.rank, W, reinterpret_cast<const uint16_t *>(xb), Y, ldy,
+                       b->Rpad, rows, cols, tile, b->blas_ws, MC_GEMM_LT_WORKSPACE, b->stream);
+    if (rc != -2) return rc; /* -2: a shape or rank it does not take, cuBLAS then */
+  }
   for (int r0 = 0; r0 < b->Rpad; r0 += tile)
     if (cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
                      CUDA_R_16BF, (int)cols, xb + (int64_t)r0 * cols, CUDA_R_16BF, (int)cols, &zero,
@@ -646,6 +653,7 @@ extern "C" void mc_batch_free(mc_batch *b) {
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) cudaFree(ds[i]);
   if (b->gexec) cudaGraphExecDestroy(b->gexec);
   if (b->blas) cublasDestroy(b->blas);
+  mc_gemm_lt_destroy(b->lt);
   if (b->stream) cudaStreamDestroy(b->stream);
   for (int j = 0; j < b->nside; j++) {
     cudaStreamDestroy(b->side[j]);
@@ -776,9 +784,15 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   ok = ok && cublasSetStream(b->blas, b->stream) == CUBLAS_STATUS_SUCCESS;
   /* fp32 math, no TF32: the precision of every configuration, the reference included */
   ok = ok && cublasSetMathMode(b->blas, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS;
-  const int64_t ws = 32 << 20;
+  const int64_t ws = (int64_t)MC_GEMM_LT_WORKSPACE; /* cuBLAS's 32 MiB, shared with cuBLASLt */
   ok = ok && DALLOC(b, b->blas_ws, ws) == 0;
   ok = ok && cublasSetWorkspace(b->blas, b->blas_ws, (size_t)ws) == CUBLAS_STATUS_SUCCESS;
+  /* RSSM_GEMM_LT (mc_gemm_lt.h; read once, so every batch and graph of a run launch alike) */
+  static const mc_gemm_lt_rule lt_rule = mc_gemm_lt_rule_from_env();
+  if (ok && b->g->prec == MC_GEMM_BF16 && lt_rule.rank >= 0) {
+    b->lt_rule = lt_rule;
+    ok = (b->lt = mc_gemm_lt_create()) != nullptr;
+  }
   b->cfgs = (ssm_config *)malloc((size_t)C * sizeof(ssm_config));
   b->conv_win = (float **)calloc((size_t)nb + 1, sizeof(float *));
   b->kc = (float **)calloc((size_t)nb + 1, sizeof(float *));

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "src/model_cuda/mc_gemm_lt.h"
 #include "src/model_cuda/mc_model.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
@@ -95,7 +96,12 @@ struct mc_batch {
   ssm_config *cfgs;          /* [C] */
   cudaStream_t stream;
   cublasHandle_t blas;
-  void *blas_ws;             /* cuBLAS workspace (no allocation inside a step or a capture) */
+  void *blas_ws; /* [MC_GEMM_LT_WORKSPACE] bytes: cuBLAS's and cuBLASLt's workspace
+                    (no allocation inside a step or a capture) */
+  /* RSSM_GEMM_LT set (bf16 models): cuBLASLt's handle and the rule sending weights to its
+   * ranked algorithms instead of cublasGemmEx (mc_gemm_lt.h); NULL when unset */
+  mc_gemm_lt *lt;
+  mc_gemm_lt_rule lt_rule;
   __nv_bfloat16 *xb;         /* [Rpad][gemm_cols] bf16 GEMM input (bf16 models only, else NULL) */
   __nv_bfloat16 *xb_act;     /* [Rpad][gemm_cols] bf16 input of an MLP's output projection, made
                                 by its input projection (models on the tensor-core kernel, else

@@ -44,10 +44,10 @@ Test(bench_gemm_cli, no_device_is_one_line_and_exit_2) {
 
 Test(bench_gemm_cli, usage_errors_are_one_line_and_exit_2) {
   const char *bad[][2] = {
-      {"--shape", "qwen9b"}, {"--shape", ""},      {"--shape", "tiny"}, {"--prec", "fp16"},
-      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "8"}, {"--variants", "stream,x"},
-      {"--rows", "0"},       {"--rows", "65"},     {"--rows", "16,"},   {"--rows", "1a"},
-      {"--reps", "0"},       {"--warmup", "-1"},   {"--tile", "65"},    {"--bogus", "1"},
+      {"--shape", "qwen9b"}, {"--shape", ""},      {"--shape", "tiny"},  {"--prec", "fp16"},
+      {"--prec", ""},        {"--variants", "v9"}, {"--variants", "16"}, {"--variants", "stream,x"},
+      {"--rows", "0"},       {"--rows", "65"},     {"--rows", "16,"},    {"--rows", "1a"},
+      {"--reps", "0"},       {"--warmup", "-1"},   {"--tile", "65"},     {"--bogus", "1"},
       {"--flush", "maybe"},  {"--flush", ""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -102,20 +102,28 @@ Test(gemm_lab, names_chunks_and_splits) {
     cr_assert_eq(gemm_lab_parse(gemm_lab_name(v)), v);
     cr_assert_eq(gemm_lab_parse(d), v);
   }
-  cr_assert_eq(gemm_lab_parse("8"), -1);
+  cr_assert_eq(gemm_lab_parse("16"), -1);
+  cr_assert_eq(gemm_lab_parse("lt8"), -1);
+  cr_assert_eq(gemm_lab_parse("lt7"), GEMM_LAB_LT0 + 7);
+  cr_assert_eq(gemm_lab_parse("lt"), -1);
+  cr_assert_eq(gemm_lab_parse("lt0"), GEMM_LAB_LT0);
+  cr_assert_eq(gemm_lab_parse("11"), GEMM_LAB_LT0 + 3);
   cr_assert_eq(gemm_lab_parse("wide"), GEMM_LAB_WIDE);
   cr_assert_eq(gemm_lab_parse("mma"), -1);
   cr_assert_eq(gemm_lab_parse("stream4"), GEMM_LAB_STREAM4);
   cr_assert_eq(gemm_lab_parse("mma8"), GEMM_LAB_MMA8);
   cr_assert_eq(gemm_lab_parse("mma16"), GEMM_LAB_MMA16);
-  cr_assert_null(gemm_lab_name(8));
+  cr_assert_null(gemm_lab_name(GEMM_LAB_NVARIANTS));
   cr_assert_null(gemm_lab_name(-1));
   /* which variants are THE FIXED ORDER (bit-exact, row-invariant required) and which precisions
      each runs at (the tensor-core kernel: bf16 only) */
   for (int v = 0; v < GEMM_LAB_NVARIANTS; v++) {
     const int order = v == GEMM_LAB_STREAM || v == GEMM_LAB_SPLITK || v == GEMM_LAB_STREAM4;
+    const int lt = v >= GEMM_LAB_LT0 ? v - GEMM_LAB_LT0 : -1;
     const int mma = v == GEMM_LAB_MMA4 || v == GEMM_LAB_MMA8 || v == GEMM_LAB_MMA16 ||
-                    v == GEMM_LAB_WIDE; /* tensor cores: bf16 only */
+                    v == GEMM_LAB_WIDE || lt >= 0; /* tensor cores: bf16 only */
+    cr_assert_eq(gemm_lab_lt_rank(v), lt, "variant %d", v);
+    cr_assert_eq(gemm_lab_is_tiled(v), v == GEMM_LAB_CUBLAS || lt >= 0, "variant %d", v);
     cr_assert_eq(gemm_lab_is_order(v), order, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_BF16), 1, "variant %d", v);
     cr_assert_eq(gemm_lab_has_prec(v, GEMM_LAB_FP32), !mma, "variant %d", v);
@@ -128,6 +136,7 @@ Test(gemm_lab, names_chunks_and_splits) {
   cr_assert(gemm_lab_chunk(GEMM_LAB_BF16) == 8 && gemm_lab_chunk(GEMM_LAB_FP32) == 4);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_CUBLAS, 17, 16), 32);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_CUBLAS, 9, 64), 64);
+  cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_LT0 + 2, 17, 16), 32); /* on cuBLAS's tiles */
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_STREAM, 17, 16), 17);
   cr_assert_eq(gemm_lab_rows_alloc(GEMM_LAB_STREAM4, 17, 16), 17);
   /* the 4B shapes: every weight has >= 2560 rows = 320 blocks per row group >= 2 x 132 */
