@@ -17,7 +17,7 @@ struct lt_plan {
   cublasLtMatmulHeuristicResult_t ranked[MC_GEMM_LT_RANKS]; /* [nranked] best first */
   int nranked;
 };
-constexpr int LT_PLANS = 128; /* distinct shapes: the lab's 4 models have ~30 GEMMs */
+constexpr int LT_PLANS = 256; /* distinct shapes and tiles: the lab check has ~60, a model ~10 */
 
 void plan_free(lt_plan *p) {
   if (p->op) cublasLtMatmulDescDestroy(p->op);
