@@ -61,6 +61,13 @@ gemm_kernel gemm_kernel_choice(int64_t gemm_bytes) {
   return mc_gemm_mma_for_model(gemm_bytes) ? GEMM_MMA : GEMM_CUBLAS;
 }
 
+/* RSSM_GEMM_LT (mc_gemm_lt.h): which bf16 GEMMs go to cuBLASLt's ranked algorithms instead of
+ * cublasGemmEx; read once, so that every batch and graph of a run launch alike. */
+mc_gemm_lt_rule gemm_lt_rule() {
+  static const mc_gemm_lt_rule rule = mc_gemm_lt_rule_from_env();
+  return rule;
+}
+
 /* The tensor-core kernel's warps a block for a weight (mc_gemm_mma_warps); RSSM_GEMM_MMA16=0
  * keeps 8 where the rule picks 16, as before session 34 (an A/B switch; other bits for those
  * GEMMs; read once, so every launch of a run and of its graphs is alike). */
@@ -366,6 +373,17 @@ extern "C" int64_t mc_model_gemm_bytes(const mc_model *g) { return g ? g->gemm_b
 extern "C" int mc_model_row_tile(const mc_model *g) { return g ? g->row_tile : 0; }
 extern "C" mc_gemm_prec mc_model_prec(const mc_model *g) { return g->prec; }
 extern "C" const char *mc_model_gemm_kernel(const mc_model *g) {
+  const mc_gemm_lt_rule lt = gemm_lt_rule();
+  if (g && g->prec == MC_GEMM_BF16 && !g->gemm_mma && !g->gemm_wide && lt.rank >= 0) {
+    static char label[112]; /* the rule is read once: one label for the run */
+    if (lt.out_only)
+      snprintf(label, sizeof label,
+               "cuBLAS, and cuBLASLt's rank-%d algorithm for the output projections (RSSM_GEMM_LT)",
+               lt.rank);
+    else
+      snprintf(label, sizeof label, "cuBLASLt's rank-%d algorithm (RSSM_GEMM_LT)", lt.rank);
+    return label;
+  }
   return !g                  ? "cuBLAS"
          : g->gemm_mma       ? "tensor-core kernel"
          : g->gemm_wide == 2 ? "cuBLAS and the wide kernel (split weights)"
@@ -787,8 +805,7 @@ static int batch_streams(mc_batch *b, int C, int R, int nb) {
   const int64_t ws = (int64_t)MC_GEMM_LT_WORKSPACE; /* cuBLAS's 32 MiB, shared with cuBLASLt */
   ok = ok && DALLOC(b, b->blas_ws, ws) == 0;
   ok = ok && cublasSetWorkspace(b->blas, b->blas_ws, (size_t)ws) == CUBLAS_STATUS_SUCCESS;
-  /* RSSM_GEMM_LT (mc_gemm_lt.h; read once, so every batch and graph of a run launch alike) */
-  static const mc_gemm_lt_rule lt_rule = mc_gemm_lt_rule_from_env();
+  const mc_gemm_lt_rule lt_rule = gemm_lt_rule();
   if (ok && b->g->prec == MC_GEMM_BF16 && lt_rule.rank >= 0) {
     b->lt_rule = lt_rule;
     ok = (b->lt = mc_gemm_lt_create()) != nullptr;

@@ -64,8 +64,9 @@ int64_t mc_model_gemm_bytes(const mc_model *g);
 int mc_model_row_tile(const mc_model *g);
 mc_gemm_prec mc_model_prec(const mc_model *g);
 /* The GEMM kernel the model's steps call: "cuBLAS", or "tensor-core kernel" for bf16 models that
- * take mc_gemm_mma.h (mc_gemm_mma_for_model, or RSSM_GEMM_BF16=mma / =cublas); for logs and
- * bench lines. */
+ * take mc_gemm_mma.h (mc_gemm_mma_for_model, or RSSM_GEMM_BF16=mma / =cublas), the wide kernel
+ * (=wide, =wide-split), or cuBLASLt's ranked algorithm with its rank (RSSM_GEMM_LT); for logs
+ * and bench lines. */
 const char *mc_model_gemm_kernel(const mc_model *g);
 const char *mc_gemm_prec_name(mc_gemm_prec p); /* "fp32", "bf16" */
 
