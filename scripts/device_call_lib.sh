@@ -6,7 +6,8 @@
 # Gives: $W (outputs), $B (the bundle's binaries, unpacked from .devrun.txz, with
 # LD_LIBRARY_PATH set to its libraries and CUDA's), left (seconds left), stamp MSG (a timed line
 # into $W/stamps.txt and stdout), pack (call.tgz, and e2e.csv beside it when there is one),
-# e2e_fixture / e2e_shape / e2e_trace (issue 18's bench e2e runs) and gpu_session_run (every GPU check),
+# e2e_fixture / e2e_shape / e2e_trace (issue 18's bench e2e runs), gemm_lt_bench (cuBLASLt's ranks) and
+# gpu_session_run (every GPU check),
 # below; writes the GPU's name into $W/gpu.txt.
 : "${OUT:?set OUT}"
 T0=$(date +%s)
@@ -103,4 +104,21 @@ hf_rounds() {
       e2e_fixture $B/replayssm "$m" "hf-$m-$rep" "$W/hf_$m-$rep.json"
     done
   done
+}
+# gemm_lt_bench SECONDS: `bench gemm` of cublasGemmEx and cuBLASLt's ranks lt0..lt7 on the 4B
+# GEMMs (64 rows, bf16, each variant checked against fp64 first) into $W/bench-gemm-lt.txt; sets
+# OUTR, the rank taking least time on the output projections (rows < cols, calls x us summed over
+# both shapes), and ALLR, the rank whose whole step in a graph takes least (summed); each
+# variant's totals go to stamps.txt. Empty when no lt variant was timed.
+gemm_lt_bench() {
+  timeout "$1" $B/replayssm bench gemm --shape qwen4b,nano4b --rows 64 --prec bf16 \
+    --variants cublas,lt0,lt1,lt2,lt3,lt4,lt5,lt6,lt7 --reps 10 > "$W/bench-gemm-lt.txt" 2>&1
+  stamp "bench gemm lt rc=$? $(grep -c 'check.*pass' "$W/bench-gemm-lt.txt") checks passed, $(grep -c 'check.*FAIL' "$W/bench-gemm-lt.txt") failed"
+  local best='END {b=""; for (v in t) if (v ~ /^lt/ && (b=="" || t[v]<t[b])) b=v;
+    printf "%s", substr(b,3); for (v in t) printf " %s=%.1f", v, t[v] > "/dev/stderr"}'
+  OUTR=$(awk '$2=="bf16" && $4!="step" && $4!="best:" && $5+0>0 && $5+0<$7+0 {t[$9]+=$8*$10} '"$best" \
+    "$W/bench-gemm-lt.txt" 2>>"$W/stamps.txt")
+  ALLR=$(awk '$4=="step" && $5=="in" {t[$8]+=$9} '"$best" "$W/bench-gemm-lt.txt" 2>>"$W/stamps.txt")
+  echo >> "$W/stamps.txt"
+  stamp "best lt rank: out ${OUTR:-none}, all ${ALLR:-none}"
 }

@@ -14,21 +14,7 @@ O=.devrun/old/replayssm
 gpu_check kernels 40 $B/gpu_check_mc_kernels
 gpu_check forward 40 $B/gpu_check_mc_forward tests/fixtures 64
 gpu_check attn-lab 60 $B/gpu_check_attn_lab
-timeout 60 $B/replayssm bench gemm --shape qwen4b,nano4b --rows 64 --prec bf16 \
-  --variants cublas,lt0,lt1,lt2,lt3,lt4,lt5,lt6,lt7 --reps 10 > "$W/bench-gemm-lt.txt" 2>&1
-stamp "bench gemm lt rc=$? $(grep -c 'check.*pass' "$W/bench-gemm-lt.txt") checks passed, $(grep -c 'check.*FAIL' "$W/bench-gemm-lt.txt") failed"
-# the rank whose output projections (rows < cols) take least time over both shapes, and the
-# rank whose whole step in a graph does (sum over both shapes); cublas's totals beside them
-OUTR=$(awk '$2=="bf16" && $4!="step" && $4!="best:" && $5+0>0 && $5+0<$7+0 {t[$9]+=$8*$10}
-  END {b=""; for (v in t) if (v ~ /^lt/ && (b=="" || t[v]<t[b])) b=v;
-       printf "%s", substr(b,3); for (v in t) printf " %s=%.1f", v, t[v] > "/dev/stderr"}' \
-  "$W/bench-gemm-lt.txt" 2>>"$W/stamps.txt")
-ALLR=$(awk '$4=="step" && $5=="in" {t[$8]+=$9}
-  END {b=""; for (v in t) if (v ~ /^lt/ && (b=="" || t[v]<t[b])) b=v;
-       printf "%s", substr(b,3); for (v in t) printf " %s=%.1f", v, t[v] > "/dev/stderr"}' \
-  "$W/bench-gemm-lt.txt" 2>>"$W/stamps.txt")
-echo >> "$W/stamps.txt"
-stamp "best lt rank: out ${OUTR:-none}, all ${ALLR:-none}"
+gemm_lt_bench 60
 pack
 for s in qwen3.5-4b nemotron-3-nano-4b; do
   e2e_shape $O $s old-$s

@@ -7,15 +7,7 @@ cd "$(dirname "$0")/../../.."
 DEVICE_CALL_LIMIT=180
 . scripts/device_call_lib.sh
 O=.devrun/old/replayssm
-timeout 40 $B/replayssm bench gemm --shape qwen4b,nano4b --rows 64 --prec bf16 \
-  --variants cublas,lt0,lt1,lt2,lt3,lt4,lt5,lt6,lt7 --reps 10 > "$W/bench-gemm-lt.txt" 2>&1
-stamp "bench gemm lt rc=$? $(grep -c 'check.*pass' "$W/bench-gemm-lt.txt") checks passed, $(grep -c 'check.*FAIL' "$W/bench-gemm-lt.txt") failed"
-OUTR=$(awk '$2=="bf16" && $4!="step" && $4!="best:" && $5+0>0 && $5+0<$7+0 {t[$9]+=$8*$10}
-  END {b=""; for (v in t) if (v ~ /^lt/ && (b=="" || t[v]<t[b])) b=v;
-       printf "%s", substr(b,3); for (v in t) printf " %s=%.1f", v, t[v] > "/dev/stderr"}' \
-  "$W/bench-gemm-lt.txt" 2>>"$W/stamps.txt")
-echo >> "$W/stamps.txt"
-stamp "best lt rank for the output projections: ${OUTR:-none}"
+gemm_lt_bench 40
 pack
 for s in qwen3.5-4b nemotron-3-nano-4b; do
   e2e_shape $B/replayssm $s new-$s
