@@ -134,16 +134,13 @@ extern "C" int gemm_lab_run(gemm_lab_ctx *c, int variant, gemm_lab_prec p, const
                        c->stream);
   const int64_t Ra = gemm_lab_rows_alloc(variant, R, tile);
   if (variant == GEMM_LAB_WIDE && !mc_gemm_wide_supported(W, xb, R, rows, cols, rows)) return -2;
-  if (gemm_lab_lt_rank(variant) >= 0 && /* every tile's operands 16-byte aligned (mc_gemm_lt.h) */
-      (cols % 8 || rows % 4 || (uintptr_t)W % 16 || (uintptr_t)xb % 16 || (uintptr_t)Y % 16))
-    return -2;
   if (p == GEMM_LAB_BF16 && round_bf16(X, xb, Ra * cols, c->stream) != 0) return -1;
   if (variant == GEMM_LAB_WIDE) /* xb, as the runtime's gemm_xb */
     return mc_gemm_wide(static_cast<const uint16_t *>(W), xb, Y, rows, R, rows, cols,
                         mc_gemm_wide_splits(rows, cols, c->sms), c->wide_scratch,
                         c->stream);
   if (variant == GEMM_LAB_CUBLAS) return run_cublas(c, p, W, X, xb, Y, Ra, rows, cols, tile);
-  if (const int rank = gemm_lab_lt_rank(variant); rank >= 0) /* Y's rows: ldy = rows */
+  if (const int rank = gemm_lab_lt_rank(variant); rank >= 0) /* ldy = rows; -2 when unaligned */
     return mc_gemm_lt_run(c->lt, rank, W, xb, Y, rows, Ra, rows, cols, tile, c->ws, GEMM_LAB_WS,
                           c->stream);
   const void *x = p == GEMM_LAB_BF16 ? static_cast<const void *>(xb) : static_cast<const void *>(X);

@@ -103,13 +103,6 @@ extern "C" void mc_gemm_lt_destroy(mc_gemm_lt *lt) {
   delete lt;
 }
 
-extern "C" int mc_gemm_lt_ranked(mc_gemm_lt *lt, int64_t rows, int64_t cols, int64_t ldy,
-                                 int tile) {
-  if (!lt || rows < 1 || cols < 1 || ldy < rows || tile < 1) return -1;
-  const lt_plan *p = plan_for(lt, rows, cols, ldy, tile);
-  return p ? p->nranked : -1;
-}
-
 extern "C" int mc_gemm_lt_run(mc_gemm_lt *lt, int rank, const void *W, const uint16_t *xb, float *Y,
                               int64_t ldy, int64_t Rpad, int64_t rows, int64_t cols, int tile,
                               void *ws, size_t ws_bytes, void *stream) {

@@ -38,10 +38,6 @@ typedef struct mc_gemm_lt mc_gemm_lt;
 mc_gemm_lt *mc_gemm_lt_create(void);
 void mc_gemm_lt_destroy(mc_gemm_lt *lt);
 
-/* How many algorithms the heuristic ranks for the shape (0..MC_GEMM_LT_RANKS), building its
- * plan; -1 on a cuBLASLt error or a full plan cache. */
-int mc_gemm_lt_ranked(mc_gemm_lt *lt, int64_t rows, int64_t cols, int64_t ldy, int tile);
-
 /* Y = W . xb on the Rpad / tile tiles with the rank-th ranked algorithm, workspace ws of
  * ws_bytes (the algorithms ranked need at most MC_GEMM_LT_WORKSPACE bytes). Returns 0, -1 on a
  * cuBLASLt error, -2 when the shape is not taken (alignment above, Rpad not a multiple of tile,
