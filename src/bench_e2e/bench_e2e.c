@@ -235,7 +235,7 @@ static void add_shape(weight_model *w, int64_t rows, int64_t cols) {
   }
 }
 
-/* The GEMMs of one step, as mc_model.cu issues them (one per block input, one per block output,
+/* The GEMMs of one step, as mc_step.cu issues them (one per block input, one per block output,
  * the MoE router / latent / shared-expert GEMMs, the lm_head), from the config alone; n_params:
  * the model's floats (model_load's count, equal to model_random_floats). */
 static void weights_of(const model_config *c, int64_t n_params, weight_model *w) {
@@ -431,7 +431,7 @@ static double copy_bandwidth(int64_t bytes) {
   return bw;
 }
 
-/* Seconds of one cuBLAS call Y[tile][rows] = X[tile][cols] W[rows][cols]^T as mc_model.cu issues
+/* Seconds of one cuBLAS call Y[tile][rows] = X[tile][cols] W[rows][cols]^T as mc_step_gemm.cu issues
  * it (CUBLAS_OP_T, CUBLAS_OP_N, m = rows, n = tile, the model's row tile, k = cols), median of 10
  * after 3 warm-ups. bf16: W and X bf16, fp32 accumulation and output (cublasGemmEx,
  * CUBLAS_COMPUTE_32F). Returns -1 when it cannot run. */
@@ -1037,7 +1037,7 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
     else unsetenv("RSSM_CUDA_PROFILE");
     if (prc == RSSM_OK) {
       fprintf(stderr, "bench e2e: profile of %s K=%d C=%d gemm=%s, %d launched steps from "
-              "position 0 (events around each block; mc_model.cu):\n", o.label, K, s->C,
+              "position 0 (events around each block; mc_step.cu):\n", o.label, K, s->C,
               o.bf16 ? "bf16" : "fp32", (int)(total_steps < 8 ? total_steps : 8));
       mc_batch_use_graph(pb, 0);
       for (int64_t t = 0; t < total_steps && t < 8 && prc == RSSM_OK; t++) {

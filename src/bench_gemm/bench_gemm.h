@@ -28,7 +28,7 @@ typedef struct {
   int count;
 } bg_gemm;
 
-/* The GEMM calls of one decode step in the runtime's order (mc_model.cu: per block its input
+/* The GEMM calls of one decode step in the runtime's order (mc_step.cu: per block its input
  * projection then its output projection, the MoE router / latent / shared-expert GEMMs, the
  * lm_head last). */
 typedef struct {

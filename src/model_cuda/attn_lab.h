@@ -88,7 +88,7 @@ int attn_lab_decode(int variant, const float *q /* [R][nH][D] */,
                     const float *gate_src /* [R][ldgate] or NULL */, int64_t ldgate,
                     float *scratch /* [attn_lab_scratch_floats] */, float *o /* [R][nH][D] */,
                     int R, int nH, int nKV, int D, int nsplit, void *stream);
-/* The same with the two scratch arrays apart, as mc_model.cu allocates them for mc_attn_decode:
+/* The same with the two scratch arrays apart, as mc_batch.cu allocates them for mc_attn_decode:
  * part_ml [R][nH][nsplit][2], part_acc [R][nH][nsplit][D]; mc_attn_decode's body is this call
  * with variant 4. */
 int attn_lab_decode_parts(int variant, const float *q /* [R][nH][D] */,

@@ -1,6 +1,6 @@
 /* The small-GEMM lab's entry point (gemm_lab.h): the cuBLAS handle, X's bf16 rounding (as the
  * runtime's f32_to_bf16), variant 0 (the runtime's per-tile cuBLAS calls, copied from gemm() in
- * mc_model.cu, which this lab does not change) and the dispatch to the stream kernels
+ * mc_step_gemm.cu, which this lab does not change) and the dispatch to the stream kernels
  * (gemm_lab_stream.cu), to the runtime's tensor-core kernels (mc_gemm_mma.cu, mc_gemm_wide.cu) and
  * to cuBLASLt's ranked algorithms (mc_gemm_lt.cu); the device fill of random weights for the bench
  * and the check. */
@@ -63,7 +63,7 @@ __global__ void fill_kernel(float *__restrict__ wf /* [n] or NULL */,
   }
 }
 
-/* Variant 0: gemm() of mc_model.cu, one call of n = tile rows per tile of the Ra padded rows. */
+/* Variant 0: gemm() of mc_step_gemm.cu, one call of n = tile rows per tile of the Ra padded rows. */
 int run_cublas(gemm_lab_ctx *c, gemm_lab_prec p, const void *W, const float *X, const uint16_t *xb,
                float *Y, int64_t Ra, int64_t rows, int64_t cols, int tile) {
   const float one = 1.0f, zero = 0.0f;

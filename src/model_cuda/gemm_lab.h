@@ -4,7 +4,7 @@
  *     Y[r][n] = sum_k X[r][k] W[n][k],   r < R <= 64 rows, n < rows (weight rows), k < cols,
  *
  * timed by `replayssm bench gemm` against the copy bandwidth and checked by gpu_check_gemm_lab.
- * A lab: the model runtime's gemm() (mc_model.cu) is not changed by it; a winner goes in after a
+ * A lab: the model runtime's gemm() (mc_step_gemm.cu) is not changed by it; a winner goes in after a
  * measurement.
  *
  * Precisions (as the runtime's two GEMM precisions, mc_gemm_prec):

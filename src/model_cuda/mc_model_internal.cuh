@@ -1,5 +1,6 @@
 /* The device model and batch structures (private to src/model_cuda): shared by mc_model.cu
- * (upload, build, the step's launches, row snapshots) and mc_spec.cu (spec rounds and the
+ * (upload), mc_batch.cu (build, free), mc_step.cu (the step's launches), mc_step_gemm.cu (its
+ * GEMMs and L2 prefetch), mc_row_snapshot.cu (rows as bytes) and mc_spec.cu (spec rounds and the
  * reference ring). Everything here is an implementation detail behind mc_model.h. */
 #ifndef RSSM_MODEL_CUDA_MC_MODEL_INTERNAL_CUH
 #define RSSM_MODEL_CUDA_MC_MODEL_INTERNAL_CUH
@@ -190,7 +191,7 @@ struct mc_batch {
   int64_t prof_steps;
 };
 
-/* Shared by mc_model.cu and mc_spec.cu (defined in mc_model.cu). */
+/* Shared by mc_step.cu and mc_spec.cu (defined in mc_batch.cu and mc_step.cu). */
 /* The batch of C configurations x K windows with T token rows per row (T = 1: the lockstep
  * batch; T > 1: a spec batch, every configuration spec with this T). */
 int mc_batch_build_t(mc_batch **out, const mc_model *g, const ssm_config *cfgs /* [C] */, int C,
@@ -198,5 +199,33 @@ int mc_batch_build_t(mc_batch **out, const mc_model *g, const ssm_config *cfgs /
                      int64_t max_ctx, char *err, size_t errlen);
 /* The step's (T = 1) or the round's (T > 1) launches on b->stream; 0 or -1 with a message. */
 int mc_batch_launches(mc_batch *b, int want_metrics, char *err, size_t errlen);
+
+namespace mcm {
+
+/* mc_step_gemm.cu: the step's GEMMs and the L2 prefetch ahead of them. */
+
+/* RSSM_GEMM_LT (mc_gemm_lt.h): which bf16 GEMMs go to cuBLASLt's ranked algorithms; read once. */
+mc_gemm_lt_rule gemm_lt_rule();
+/* dst = bf16(src), round to nearest even, on stream s; 0 or -1 on a launch error. */
+int f32_to_bf16(const float *src /* [n] */, __nv_bfloat16 *dst /* [n] */, int64_t n,
+                cudaStream_t s);
+/* The L2 prefetch (mc_prefetch.h) on b's side stream: the first bytes of each row of the bf16
+ * weights W [rows][cols] of the GEMM after the next kernel(s), or of an SSM layer's stored state;
+ * nothing when the batch has no budget or one is pending. pf_join makes the step's stream wait
+ * for it (every GEMM and every SSM step calls it). 0, or -1 on a launch error. */
+int pf_fork(mc_batch *b, const void *W, int64_t rows, int64_t cols);
+int pf_fork_state(mc_batch *b, const ssm_cuda_state *st);
+int pf_join(mc_batch *b);
+/* An MLP block on the tensor-core kernel: input projection and activation in one launch into
+ * xb_act. 0, -1 on a launch error, -2 when not taken (nothing launched). */
+int gemm_mlp_act(mc_batch *b, const mc_block *w, int64_t H);
+/* bf16 models: Y = W . xb, xb [Rpad][cols] already holding the bf16 input (NULL: b->xb). */
+int gemm_xb(mc_batch *b, const void *W, int64_t rows, int64_t cols, float *Y /* [Rpad][ldy] */,
+            int64_t ldy, const __nv_bfloat16 *xb = nullptr /* [Rpad][cols] */);
+/* Y = W . X for every row of the padded batch on the model's row tiles (fp32 or bf16 models). */
+int gemm(mc_batch *b, const void *W, int64_t rows, int64_t cols, const float *X /* [Rpad][cols] */,
+         float *Y /* [Rpad][ldy] */, int64_t ldy);
+
+}  // namespace mcm
 
 #endif

@@ -1,6 +1,6 @@
 /* MoE blocks on the GPU (mc_kernels.h; the CPU's moe_forward in src/model/layer_mlp.c).
  *
- * The router logits come from a cuBLAS GEMM (mc_model.cu); then
+ * The router logits come from a cuBLAS GEMM (mc_step.cu); then
  *   moe_route_kernel    thread per row: the CPU's routing statement for statement (Qwen softmax
  *                       top-k renormalised; Nemotron-H sigmoid scores, correction bias, group
  *                       selection, norm and scaling), ties to the lower index, the selected

@@ -6,7 +6,7 @@
  *      (every kernel waits with cudaGridDependencySynchronize before it touches memory; with and
  *      without the early trigger, cudaTriggerProgrammaticLaunchCompletion, at its top);
  *   2. the fixture models' GEMM shapes (bf16 W and X, fp32 Y, 16 rows) in a graph: cuBLAS
- *      (cublasGemmEx as mc_model.cu calls it) against one warp per output element row
+ *      (cublasGemmEx as mc_step_gemm.cu calls it) against one warp per output element row
  *      (`rowdot`: 16 rows in registers, 16-byte loads), plain and with PDL; rowdot is checked
  *      against an fp64 CPU product first;
  *   3. a mixed chain (element-wise kernel, GEMM, element-wise kernel) x N, as a step is;
