@@ -18,7 +18,7 @@ import sys
 # the files whose kernels make a decode step (docs/gpu-runtime.md); each must use pdl_launch
 STEP_FILES = [
     "src/model_cuda/mc_kernels.cu", "src/model_cuda/mc_fused.cu", "src/model_cuda/mc_metrics.cu",
-    "src/model_cuda/mc_model.cu", "src/model_cuda/attn_lab.cu", "src/model_cuda/attn_lab_v2.cu",
+    "src/model_cuda/mc_step_gemm.cu", "src/model_cuda/attn_lab.cu", "src/model_cuda/attn_lab_v2.cu",
     "src/ssm_cuda/ssm_cuda_plan.cu", "src/ssm_cuda/ssm_cuda_mat.cu",
     "src/ssm_cuda/ssm_cuda_readout.cu", "src/model_cuda/mc_gemm_mma.cu",
     "src/model_cuda/mc_gemm_wide.cu",
