@@ -12,23 +12,22 @@
  * (--micro on, the default for --shape) of the step's GEMMs (cuBLAS, the model's shapes on the
  * runtime's row tile, mc_tile.h, fp32 SGEMM and bf16 GemmEx) and of the SSM engine (ssm_cuda_step
  * at B = K per configuration) split the step time. */
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "quant/format.h"
 #include "src/bench_e2e/bench_e2e.h"
 #include "src/bench_e2e/bench_spec.h"
+#include "src/bench_e2e/e2e_bytes.h"
+#include "src/bench_e2e/e2e_micro.h"
+#include "src/bench_e2e/e2e_transformers.h"
 #include "src/io/cli_opts.h"
 #include "src/io/parse_num.h"
 #include "src/io/status.h"
@@ -212,143 +211,6 @@ static int parse_set(const char *text, config_set *s) {
 
 /* ------------------------------------------------------------------ byte model ------------- */
 
-/* Floats of the model that the GEMMs read (each projection once per row tile), of the MoE
- * experts, and of everything else (norms, conv weights, gates: read by element-wise kernels). */
-typedef struct {
-  int64_t rows[64], cols[64], count[64]; /* distinct GEMM shapes [nshape] */
-  int nshape;
-  int64_t gemm_floats, expert_floats, other_floats;
-} weight_model;
-
-static void add_shape(weight_model *w, int64_t rows, int64_t cols) {
-  if (rows <= 0 || cols <= 0) return;
-  w->gemm_floats += rows * cols;
-  for (int i = 0; i < w->nshape; i++)
-    if (w->rows[i] == rows && w->cols[i] == cols) {
-      w->count[i]++;
-      return;
-    }
-  if (w->nshape < 64) {
-    w->rows[w->nshape] = rows;
-    w->cols[w->nshape] = cols;
-    w->count[w->nshape++] = 1;
-  }
-}
-
-/* The GEMMs of one step, as mc_step.cu issues them (one per block input, one per block output,
- * the MoE router / latent / shared-expert GEMMs, the lm_head), from the config alone; n_params:
- * the model's floats (model_load's count, equal to model_random_floats). */
-static void weights_of(const model_config *c, int64_t n_params, weight_model *w) {
-  memset(w, 0, sizeof *w);
-  const int64_t H = c->H;
-  for (int i = 0; i < c->nblocks; i++) {
-    const int kind = c->blocks[i].kind;
-    switch (kind) {
-      case BK_GDN: {
-        const int64_t cd = 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv,
-                      vd = c->gdn_hv * c->gdn_dv;
-        add_shape(w, cd + vd + 2 * c->gdn_hv, H);
-        add_shape(w, H, vd);
-        break;
-      }
-      case BK_MAMBA2: {
-        const int64_t di = c->m_heads * c->m_head_dim, cd = di + 2 * c->m_groups * c->m_state;
-        add_shape(w, di + cd + c->m_heads, H);
-        add_shape(w, H, di);
-        break;
-      }
-      case BK_QATTN:
-      case BK_NATTN: {
-        const int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-        add_shape(w, (kind == BK_QATTN ? 2 * qd : qd) + 2 * kvd, H);
-        add_shape(w, H, qd);
-        break;
-      }
-      case BK_SWIGLU:
-      case BK_RELU2:
-        add_shape(w, kind == BK_SWIGLU ? 2 * c->inter : c->inter, H);
-        add_shape(w, H, c->inter);
-        break;
-      case BK_QMOE:
-      case BK_NMOE: {
-        const int q = kind == BK_QMOE;
-        const int64_t E = c->n_experts, I = c->moe_inter, Is = c->shared_inter;
-        const int64_t Din = !q && c->latent > 0 ? c->latent : H;
-        add_shape(w, E + (q && Is > 0 ? 1 : 0), H); /* router (+ Qwen's shared-expert gate) */
-        if (Din != H) {
-          add_shape(w, Din, H);
-          add_shape(w, H, Din);
-        }
-        if (Is > 0) {
-          add_shape(w, q ? 2 * Is : Is, H);
-          add_shape(w, H, Is);
-        }
-        w->expert_floats += (q ? 3 : 2) * E * I * Din;
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  add_shape(w, c->V, H); /* lm_head (the embedding itself when tied) */
-  const int64_t embed = c->tie_embeddings ? 0 : c->V * c->H; /* gathered, not streamed */
-  w->other_floats = n_params - w->gemm_floats - w->expert_floats - embed;
-  if (w->other_floats < 0) w->other_floats = 0;
-}
-
-typedef struct {
-  double weight, state, kv, total; /* bytes per step */
-} byte_model;
-
-/* State bytes of one row of one SSM layer per step for configuration f (docs/gpu-runtime.md):
- * conventional: the state read and written in its format; replay: the checkpoint read at every
- * step, plus its rewrite and a second read at each flush (every L steps); the ring of records
- * (< 2% at the 4B shapes) is not counted. */
-static double ssm_row_bytes(const ssm_config *f, int64_t heads, int64_t dv, int64_t dk) {
-  qlayout a, b;
-  if (f->strategy == SSM_CONVENTIONAL) {
-    if (qlayout_of(&f->state, dv, dk, &a) != 0) return 0;
-    return 2.0 * (double)heads * (double)a.bytes_per_matrix;
-  }
-  if (!f->split) {
-    if (qlayout_of(&f->ckpt, dv, dk, &a) != 0) return 0;
-    return (double)heads * (double)a.bytes_per_matrix * (1.0 + 2.0 / f->L);
-  }
-  if (qlayout_of(&f->hp, dv, dk, &a) != 0 || qlayout_of(&f->lp, dv, dk, &b) != 0) return 0;
-  return (double)heads *
-         ((double)b.bytes_per_matrix + (2.0 * (double)a.bytes_per_matrix +
-                                        2.0 * (double)b.bytes_per_matrix) / f->L);
-}
-
-static byte_model bytes_per_step(const model_config *c, const weight_model *w, int wbytes,
-                                 const config_set *s, int K, double mean_pos) {
-  const int R = s->C * K;
-  byte_model b;
-  memset(&b, 0, sizeof b);
-  b.weight = (double)w->gemm_floats * wbytes + 4.0 * (double)(w->expert_floats + w->other_floats) +
-             4.0 * (double)R * (double)c->H;
-  for (int i = 0; i < c->nblocks; i++) {
-    const int kind = c->blocks[i].kind;
-    if (kind == BK_GDN || kind == BK_MAMBA2) {
-      const int gdn = kind == BK_GDN;
-      const int64_t heads = gdn ? c->gdn_hv : c->m_heads, dv = gdn ? c->gdn_dv : c->m_head_dim,
-                    dk = gdn ? c->gdn_dk : c->m_state;
-      const int64_t cd = gdn ? 2 * c->gdn_hk * c->gdn_dk + c->gdn_hv * c->gdn_dv
-                             : c->m_heads * c->m_head_dim + 2 * c->m_groups * c->m_state;
-      const int64_t kc = gdn ? c->gdn_kernel : c->m_kernel;
-      for (int ci = 0; ci < s->C; ci++)
-        b.state += (double)K * ssm_row_bytes(&s->cfg[ci], heads, dv, dk);
-      b.state += (double)R * 2.0 * 4.0 * (double)((kc - 1) * cd); /* conv window read + write */
-    } else if (kind == BK_QATTN || kind == BK_NATTN) {
-      const double kvd = (double)(c->n_kv_heads * c->head_dim);
-      /* K and V: rows 0..pos read (pos + 1), one written */
-      b.kv += (double)R * 2.0 * 4.0 * kvd * (mean_pos + 2.0);
-    }
-  }
-  b.total = b.weight + b.state + b.kv;
-  return b;
-}
-
 /* issue 18's bar for the fixtures at K = 16, C = 1 (scripts/bench/join_e2e.py: SPEEDUP_TARGET);
  * issue 7's was 30x */
 #define SPEEDUP_TARGET 40.0
@@ -398,195 +260,6 @@ static const char *base_name(const char *p) {
 
 #ifdef RSSM_HAVE_CUDA
 
-/* 2 x bytes / time of a device-to-device copy of `bytes` (median of 9 after one warm-up), in
- * bytes per second; 0 when the buffers cannot be allocated. */
-static double copy_bandwidth(int64_t bytes) {
-  void *a = NULL, *b = NULL; /* [bytes] each */
-  cudaStream_t s = NULL;
-  cudaEvent_t e0 = NULL, e1 = NULL;
-  double bw = 0;
-  if (cudaMalloc(&a, (size_t)bytes) == cudaSuccess &&
-      cudaMalloc(&b, (size_t)bytes) == cudaSuccess &&
-      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
-      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
-      cudaMemsetAsync(a, 1, (size_t)bytes, s) == cudaSuccess) {
-    double t[9]; /* seconds per copy */
-    int ok = cudaMemcpyAsync(b, a, (size_t)bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
-    for (int i = 0; ok && i < 9; i++) {
-      float ms = 0;
-      ok = cudaEventRecord(e0, s) == cudaSuccess &&
-           cudaMemcpyAsync(b, a, (size_t)bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess &&
-           cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-           cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
-      t[i] = (double)ms * 1e-3;
-    }
-    if (ok) bw = 2.0 * (double)bytes / gsl_stats_median(t, 1, (size_t)9);
-  }
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (s) cudaStreamDestroy(s);
-  cudaFree(a);
-  cudaFree(b);
-  cudaGetLastError();
-  return bw;
-}
-
-/* Seconds of one cuBLAS call Y[tile][rows] = X[tile][cols] W[rows][cols]^T as mc_step_gemm.cu issues
- * it (CUBLAS_OP_T, CUBLAS_OP_N, m = rows, n = tile, the model's row tile, k = cols), median of 10
- * after 3 warm-ups. bf16: W and X bf16, fp32 accumulation and output (cublasGemmEx,
- * CUBLAS_COMPUTE_32F). Returns -1 when it cannot run. */
-static double time_gemm(cublasHandle_t h, cudaStream_t s, int64_t rows, int64_t cols, int tile,
-                        int bf16) {
-  const size_t es = bf16 ? 2 : 4;
-  void *W = NULL;  /* [rows][cols] fp32 or bf16 */
-  void *X = NULL;  /* [tile][cols] fp32 or bf16 */
-  float *Y = NULL; /* [tile][rows] */
-  cudaEvent_t e0 = NULL, e1 = NULL;
-  double out = -1;
-  if (cudaMalloc(&W, (size_t)(rows * cols) * es) == cudaSuccess &&
-      cudaMalloc(&X, (size_t)(tile * cols) * es) == cudaSuccess &&
-      cudaMalloc((void **)&Y, (size_t)(tile * rows) * sizeof(float)) == cudaSuccess &&
-      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
-      cudaMemsetAsync(W, 0x3c, (size_t)(rows * cols) * es, s) == cudaSuccess && /* ~0.0115 */
-      cudaMemsetAsync(X, 0x3c, (size_t)(tile * cols) * es, s) == cudaSuccess) {
-    const float one = 1.0f, zero = 0.0f;
-    double t[10]; /* seconds per call */
-    int ok = 1;
-    for (int i = 0; ok && i < 13; i++) {
-      if (i >= 3) ok = cudaEventRecord(e0, s) == cudaSuccess;
-      cublasStatus_t st;
-      if (bf16)
-        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one, W,
-                          CUDA_R_16BF, (int)cols, X, CUDA_R_16BF, (int)cols, &zero, Y, CUDA_R_32F,
-                          (int)rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-      else
-        st = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, tile, (int)cols, &one,
-                         (const float *)W, (int)cols, (const float *)X, (int)cols, &zero, Y,
-                         (int)rows);
-      ok = ok && st == CUBLAS_STATUS_SUCCESS;
-      if (ok && i >= 3) {
-        float ms = 0;
-        ok = cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-             cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
-        t[i - 3] = (double)ms * 1e-3;
-      }
-    }
-    if (ok) out = gsl_stats_median(t, 1, (size_t)10);
-  }
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  cudaFree(W);
-  cudaFree(X);
-  cudaFree(Y);
-  cudaGetLastError();
-  return out;
-}
-
-typedef struct {
-  double gemm_s[2];   /* the step's GEMMs (fp32, bf16), summed from isolated calls; -1 unknown */
-  double gemm_tflops[2]; /* their rate */
-  double ssm_s;       /* the step's ssm_cuda_step calls (every SSM layer, every configuration) */
-} micro_result;
-
-/* The step's GEMMs for R rows at both precisions, each on the row tile the runtime gives a model
- * of those GEMM weight bytes (mc_row_tile_for; the tile can differ between fp32 and bf16) over
- * mc_rows_pad(R, tile) rows. */
-static void micro_gemms(const weight_model *w, int R, micro_result *r) {
-  cublasHandle_t h = NULL;
-  cudaStream_t s = NULL;
-  r->gemm_s[0] = r->gemm_s[1] = -1;
-  r->gemm_tflops[0] = r->gemm_tflops[1] = 0;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-      cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, s) != CUBLAS_STATUS_SUCCESS ||
-      cublasSetMathMode(h, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
-    if (h) cublasDestroy(h);
-    if (s) cudaStreamDestroy(s);
-    return;
-  }
-  for (int p = 0; p < 2; p++) {
-    const int tile = mc_row_tile_for(w->gemm_floats * (p ? 2 : 4), p);
-    const int64_t tiles = mc_rows_pad(R, tile) / tile;
-    double total = 0, flops = 0;
-    for (int i = 0; i < w->nshape && total >= 0; i++) {
-      const double t = time_gemm(h, s, w->rows[i], w->cols[i], tile, p);
-      if (t < 0) total = -1;
-      else {
-        total += t * (double)(w->count[i] * tiles);
-        flops += 2.0 * (double)(w->rows[i] * w->cols[i]) * tile *
-                 (double)(w->count[i] * tiles);
-      }
-    }
-    r->gemm_s[p] = total;
-    r->gemm_tflops[p] = total > 0 ? flops / total * 1e-12 : 0;
-  }
-  cublasDestroy(h);
-  cudaStreamDestroy(s);
-}
-
-/* Mean seconds of ssm_cuda_step over 32 steps (after 3) for B rows of one layer of m's SSM kind
- * under cfg, times the number of SSM layers; -1 when it cannot run. */
-static double micro_ssm(const model *m, const ssm_config *cfg, int B, uint64_t seed) {
-  const model_config *c = &m->cfg;
-  int kind = -1;
-  for (int i = 0; i < m->nblocks && kind < 0; i++)
-    if (m->blocks[i].kind == BK_GDN || m->blocks[i].kind == BK_MAMBA2) kind = m->blocks[i].kind;
-  if (kind < 0 || m->n_ssm == 0) return 0;
-  ssm_dims d;
-  if (kind == BK_GDN)
-    d = (ssm_dims){SSM_GDN, (int)c->gdn_hv, (int)c->gdn_dv, (int)c->gdn_dk, (int)c->gdn_hk};
-  else
-    d = (ssm_dims){SSM_MAMBA2, (int)c->m_heads, (int)c->m_head_dim, (int)c->m_state,
-                   (int)c->m_groups};
-  uint32_t *seqs = malloc((size_t)B * sizeof *seqs); /* [B] */
-  if (!seqs) return -1;
-  for (int b = 0; b < B; b++) seqs[b] = (uint32_t)b;
-  ssm_cuda_state st;
-  char err[256];
-  memset(&st, 0, sizeof st);
-  if (ssm_cuda_build(&st, cfg, &d, B, seed, 0, seqs, err, sizeof err) != 0) {
-    free(seqs);
-    fprintf(stderr, "replayssm " CMD ": SSM micro-benchmark skipped: %s\n", err);
-    return -1;
-  }
-  free(seqs);
-  const int64_t H = d.H, G = d.G, dv = d.dv, dk = d.dk;
-  float *alpha = NULL, *beta = NULL, *v = NULL, *k = NULL, *q = NULL, *o = NULL; /* device */
-  cudaStream_t s = NULL;
-  cudaEvent_t e0 = NULL, e1 = NULL;
-  double out = -1;
-  if (cudaMalloc((void **)&alpha, (size_t)(B * H) * 4) == cudaSuccess &&     /* [B][H] */
-      cudaMalloc((void **)&beta, (size_t)(B * H) * 4) == cudaSuccess &&      /* [B][H] */
-      cudaMalloc((void **)&v, (size_t)(B * H * dv) * 4) == cudaSuccess &&    /* [B][H][dv] */
-      cudaMalloc((void **)&k, (size_t)(B * G * dk) * 4) == cudaSuccess &&    /* [B][G][dk] */
-      cudaMalloc((void **)&q, (size_t)(B * G * dk) * 4) == cudaSuccess &&    /* [B][G][dk] */
-      cudaMalloc((void **)&o, (size_t)(B * H * dv) * 4) == cudaSuccess &&    /* [B][H][dv] */
-      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
-      cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
-      cudaMemsetAsync(alpha, 0x3f, (size_t)(B * H) * 4, s) == cudaSuccess && /* ~0.747 */
-      cudaMemsetAsync(beta, 0x3f, (size_t)(B * H) * 4, s) == cudaSuccess &&
-      cudaMemsetAsync(v, 0x3c, (size_t)(B * H * dv) * 4, s) == cudaSuccess && /* ~0.0115 */
-      cudaMemsetAsync(k, 0x3c, (size_t)(B * G * dk) * 4, s) == cudaSuccess &&
-      cudaMemsetAsync(q, 0x3c, (size_t)(B * G * dk) * 4, s) == cudaSuccess) {
-    ssm_cuda_inputs in = {alpha, kind == BK_GDN ? beta : NULL, v, k, q};
-    int ok = 1;
-    for (int i = 0; ok && i < 3; i++) ok = ssm_cuda_step(&st, &in, NULL, o, s) == 0;
-    float ms = 0;
-    ok = ok && cudaEventRecord(e0, s) == cudaSuccess;
-    for (int i = 0; ok && i < 32; i++) ok = ssm_cuda_step(&st, &in, NULL, o, s) == 0;
-    ok = ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-         cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
-    if (ok) out = (double)ms * 1e-3 / 32.0 * (double)m->n_ssm;
-  }
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (s) cudaStreamDestroy(s);
-  void *ps[] = {alpha, beta, v, k, q, o};
-  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) cudaFree(ps[i]);
-  ssm_cuda_free(&st);
-  cudaGetLastError();
-  return out;
-}
-
 #endif /* RSSM_HAVE_CUDA */
 
 /* ------------------------------------------------------------------ the command ------------ */
@@ -629,76 +302,6 @@ typedef struct {
   double ms;      /* replayssm ms per step */
   char csv[4096]; /* the CSV row without the transformers columns and the newline */
 } result_row;
-
-extern char **environ;
-
-/* Runs PY SCRIPT --model DIR --streams LIST --steps N --warmup W --out JSON (its stdout to
- * /dev/null, its stderr through) and reads ms_per_step per K from JSON into hf_ms [nK] (-1 where
- * absent). Returns 0, or -1 with one line on stderr. */
-static int run_transformers(const char *py, const char *script, const char *dir, const int *Ks,
-                            int nK, int64_t steps, int64_t warmup, const char *json,
-                            double *hf_ms /* [nK] */) {
-  char streams[256] = "", st[32], wu[32];
-  for (int i = 0; i < nK; i++) {
-    size_t n = strlen(streams);
-    snprintf(streams + n, sizeof streams - n, "%s%d", i ? "," : "", Ks[i]);
-  }
-  snprintf(st, sizeof st, "%" PRId64, steps);
-  snprintf(wu, sizeof wu, "%" PRId64, warmup);
-  char *argv[] = {(char *)py,     (char *)script, (char *)"--model", (char *)dir,
-                  (char *)"--streams", streams,   (char *)"--steps", st,
-                  (char *)"--warmup",  wu,        (char *)"--out",   (char *)json, NULL};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  fflush(stdout);
-  fflush(stderr);
-  int e = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (e != 0) {
-    cli_error(CMD, "--transformers %s: cannot start (%s)", py, strerror(e));
-    return -1;
-  }
-  int ws = 0;
-  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-    cli_error(CMD, "--transformers: %s %s failed (status %d)", py, script,
-              WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
-    return -1;
-  }
-  FILE *f = fopen(json, "rb");
-  char *text = NULL;
-  long len = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-      (text = malloc((size_t)len + 1)) && fread(text, 1, (size_t)len, f) == (size_t)len)
-    text[len] = 0;
-  else {
-    free(text);
-    text = NULL;
-  }
-  if (f) fclose(f);
-  cJSON *root = text ? cJSON_Parse(text) : NULL;
-  free(text);
-  const cJSON *runs = root ? cJSON_GetObjectItemCaseSensitive(root, "runs") : NULL;
-  if (!cJSON_IsArray(runs)) {
-    cli_error(CMD, "--transformers: %s: not the JSON of scripts/bench/transformers_decode.py", json);
-    cJSON_Delete(root);
-    return -1;
-  }
-  for (int i = 0; i < nK; i++) hf_ms[i] = -1;
-  const cJSON *r;
-  cJSON_ArrayForEach(r, runs) {
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "K");
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "ms_per_step");
-    if (!cJSON_IsNumber(k) || !cJSON_IsNumber(ms)) continue;
-    for (int i = 0; i < nK; i++)
-      if (Ks[i] == (int)k->valuedouble) hf_ms[i] = ms->valuedouble;
-  }
-  cJSON_Delete(root);
-  return 0;
-}
 
 /* What one bench e2e call measures, shared by its steps. */
 typedef struct {
@@ -876,8 +479,8 @@ static int e2e_dry_run(const e2e_ctx *ctx) {
     cli_error(CMD, "%s", err);
     return rc == RSSM_ERR_INPUT ? 2 : 1;
   }
-  weight_model wm;
-  weights_of(&dc, model_random_floats(&dc), &wm);
+  e2e_weights wm;
+  e2e_weights_of(&dc, model_random_floats(&dc), &wm);
   const int64_t nsteps = o.steps / o.block * o.block;
   const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
   printf("bench e2e (dry run): %s: %.4f G parameters, GEMM weights %.4f G, %d GEMM shapes; "
@@ -887,8 +490,8 @@ static int e2e_dry_run(const e2e_ctx *ctx) {
   for (int pi = 0; pi < nprec; pi++)
     for (int ki = 0; ki < nK; ki++)
       for (int si = 0; si < nsets; si++) {
-        const byte_model bm = bytes_per_step(&dc, &wm, precs[pi] ? 2 : 4, &sets[si], Ks[ki],
-                                             mean_pos);
+        const e2e_bytes bm = e2e_bytes_per_step(&dc, &wm, precs[pi] ? 2 : 4, sets[si].cfg,
+                                                sets[si].C, Ks[ki], mean_pos);
         printf("bench e2e (dry run): %s K=%d C=%d rows=%d [%s] gemm=%s: bytes/step %.6g GB "
                "(weights %.6g, state %.6g, KV %.6g)\n", o.label, Ks[ki], sets[si].C,
                sets[si].C * Ks[ki], sets[si].label, precs[pi] ? "bf16" : "fp32",
@@ -942,12 +545,11 @@ static int e2e_load_model(const e2e_ctx *ctx, model *out) {
   return -1;
 }
 
-
 /* One (GEMM precision, K) of the measurement: its tokens, the device model and the byte model. */
 typedef struct {
   const model *m;
   const model_config *c;
-  const weight_model *wm;
+  const e2e_weights *wm;
   mc_model *g;
   int K, pi, wbytes;
   const int64_t *tok;      /* [K][total_steps + 1] */
@@ -960,13 +562,13 @@ typedef struct {
 /* Configuration set si at q: builds the batch, times it, prints its line and keeps its result
  * row; cache holds the isolated measurements of (K, set), made at the first precision. Returns 0
  * or the exit status after the message. */
-static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro_result *cache,
+static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, e2e_micro *cache,
                            result_row *res, int *nres, int cap_res) {
   const bench_args a = ctx->a;
   const run_opts o = ctx->o;
   const model *m = q->m;
   const model_config *c = q->c;
-  const weight_model *wm = q->wm;
+  const e2e_weights *wm = q->wm;
   mc_model *g = q->g;
   const int K = q->K, pi = q->pi, wbytes = q->wbytes;
   const int64_t *tok = q->tok;
@@ -1055,15 +657,15 @@ static int e2e_measure_set(const e2e_ctx *ctx, const e2e_batch *q, int si, micro
   free(met);
   /* mean position of the timed steps: warmup .. warmup + nsteps - 1 */
   const double mean_pos = (double)o.warmup + 0.5 * (double)(nsteps - 1);
-  const byte_model bm = bytes_per_step(c, wm, wbytes, s, K, mean_pos);
+  const e2e_bytes bm = e2e_bytes_per_step(c, wm, wbytes, s->cfg, s->C, K, mean_pos);
   const double limit = bw > 0 ? bm.total / bw : 0;
-  micro_result mr = {{-1, -1}, {0, 0}, -1};
+  e2e_micro mr = {{-1, -1}, {0, 0}, -1};
   if (o.micro && pi > 0) mr = *cache;
   else if (o.micro) {
-    micro_gemms(wm, R, &mr);
+    e2e_micro_gemms(wm, R, &mr);
     mr.ssm_s = 0;
     for (int ci = 0; ci < s->C && mr.ssm_s >= 0; ci++) {
-      const double t = micro_ssm(m, &s->cfg[ci], K, o.seed);
+      const double t = e2e_micro_ssm(m, &s->cfg[ci], K, o.seed);
       mr.ssm_s = t < 0 ? -1 : mr.ssm_s + t;
     }
     *cache = mr;
@@ -1131,7 +733,7 @@ static int e2e_finish(const e2e_ctx *ctx, const result_row *res, int nres, int64
     printf("bench e2e: transformers baseline: %s %s --model %s (same K, %" PRId64 " steps after %"
            PRId64 ")\n", a.transformers, hf_script, a.model_dir, nsteps, o.warmup);
     fflush(stdout);
-    if (run_transformers(a.transformers, hf_script, a.model_dir, Ks, nK, nsteps, o.warmup, json,
+    if (e2e_run_transformers(a.transformers, hf_script, a.model_dir, Ks, nK, nsteps, o.warmup, json,
                          hf_ms) != 0)
       status = 1;
     if (tmp[0]) unlink(tmp);
@@ -1181,19 +783,19 @@ static int e2e_measure(e2e_ctx *ctx) {
   if (rc >= 0) return rc;
   const model_config *c = &m.cfg;
   /* ---- the copy bandwidth, before anything large is on the device ---- */
-  double bw = copy_bandwidth((int64_t)1 << 30);
-  if (bw <= 0) bw = copy_bandwidth((int64_t)1 << 26);
+  double bw = e2e_copy_bandwidth((int64_t)1 << 30);
+  if (bw <= 0) bw = e2e_copy_bandwidth((int64_t)1 << 26);
   printf("bench e2e: device-to-device copy bandwidth %.1f GB/s (2 x bytes / time, cudaMemcpy of "
          "1 GiB, median of 9)\n", bw * 1e-9);
 
-  weight_model wm;
-  weights_of(c, m.n_params, &wm);
+  e2e_weights wm;
+  e2e_weights_of(c, m.n_params, &wm);
   const int64_t nsteps = o->steps / o->block * o->block, nblocks = nsteps / o->block;
   const int64_t total_steps = o->warmup + nsteps;
   const int64_t V = c->V;
   int status = 0;
   /* the isolated measurements do not depend on the runtime's precision: made once per (K, set) */
-  static micro_result micro[MAX_STREAMS][MAX_SETS];
+  static e2e_micro micro[MAX_STREAMS][MAX_SETS];
   const int cap_res = nprec * nK * nsets;
   int nres = 0;
   result_row *res = calloc((size_t)cap_res, sizeof *res); /* [cap_res] */
@@ -1219,7 +821,7 @@ static int e2e_measure(e2e_ctx *ctx) {
            (double)mc_model_bytes(g) * 1e-9, o->bf16 ? "bf16" : "fp32", mc_model_gemm_kernel(g),
            (double)mc_model_gemm_bytes(g) * 1e-9, mc_model_row_tile(g), now_s() - t0);
     /* the isolated GEMM timings pick their tile from the byte model's shapes: say so when that
-     * is not the runtime's (the shapes of weights_of and the uploaded ones disagree) */
+     * is not the runtime's (the shapes of e2e_weights_of and the uploaded ones disagree) */
     if (mc_model_row_tile(g) != mc_row_tile_for(wm.gemm_floats * wbytes, o->bf16))
       fprintf(stderr, "replayssm " CMD ": warning: the runtime's row tile %d differs from the "
               "byte model's %d (GEMM weights %lld bytes uploaded, %lld modelled): the isolated "
@@ -1286,8 +888,7 @@ int bench_e2e_main(int argc, char **argv) {
   }
 #ifndef RSSM_HAVE_CUDA
   /* mc_device_check refuses without CUDA; this is never reached */
-  (void)now_s, (void)host_available, (void)mix64, (void)append_csv,
-      (void)run_transformers, (void)e2e_finish;
+  (void)now_s, (void)host_available, (void)mix64, (void)append_csv, (void)e2e_finish;
   return 2;
 #else
   return e2e_measure(&ctx);

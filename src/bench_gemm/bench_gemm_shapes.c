@@ -1,6 +1,6 @@
 /* The GEMMs of one decode step from a model's config (bench_gemm.h). The shapes are those
- * mc_step.cu gives cuBLAS (and bench e2e's byte model counts, weights_of in
- * src/bench_e2e/bench_e2e.c): per block its input projection [in_rows][H] and its output
+ * mc_step.cu gives cuBLAS (and bench e2e's byte model counts, e2e_weights_of in
+ * src/bench_e2e/e2e_bytes.c): per block its input projection [in_rows][H] and its output
  * projection [H][out_cols], the MoE router, latent and shared-expert GEMMs (the routed experts
  * are not GEMMs: mc_moe.cu), the lm_head [V][H] last. Pure C. */
 #include <stdio.h>
@@ -28,7 +28,7 @@ static int add(bg_step *s, const char *name, int64_t rows, int64_t cols) {
   return 0;
 }
 
-/* The GEMMs of one MoE block (bench e2e's weights_of, mc_step.cu's MoE branch). */
+/* The GEMMs of one MoE block (bench e2e's e2e_weights_of, mc_step.cu's MoE branch). */
 static int add_moe(bg_step *s, const model_config *c, int qwen) {
   const int64_t H = c->H, E = c->n_experts, Is = c->shared_inter;
   const int64_t Din = !qwen && c->latent > 0 ? c->latent : H;
