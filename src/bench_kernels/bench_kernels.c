@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "quant/format.h"
+#include "src/bench_kernels/bk_options.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
 #include "src/bench_kernels/targets.h"
@@ -52,50 +53,7 @@
 #include "src/ssm/ssm_engine.h"
 #include "src/ssm_cuda/ssm_cuda.h"
 
-#define USAGE                                                                                   \
-  "bench kernels [--shapes LIST] [--batches LIST] [--parts LIST] [--iters N]\n"      \
-  "                        [--warmup N] [--check-batch N] [--skip-threshold X] [--quick]\n"    \
-  "                        [--targets-only] [--targets FILE.csv]\n"                          \
-  "                        [--out FILE.csv|FILE.json]"
-
-#define MAX_LIST 32
 #define CMD "bench kernels"
-
-/* ------------------------------------------------------------------------------------------------
- * Shapes and options
- * --------------------------------------------------------------------------------------------- */
-
-typedef struct {
-  const char *key, *name;
-  ssm_dims d;
-} shape;
-
-/* The paper's four models (Table 1): Mamba-2 H = value heads, dv = head_dim, dk = d_state, G =
- * groups; GDN H = Hv, dv = dk = 128, G = Hk. */
-static const shape all_shapes[] = {
-    {"nano", "Nemotron-3-Nano-4B", {SSM_MAMBA2, 96, 80, 128, 8}},
-    {"super", "Nemotron-3-Super-120B", {SSM_MAMBA2, 128, 64, 128, 8}},
-    {"qwen4b", "Qwen3.5-4B", {SSM_GDN, 32, 128, 128, 16}},
-    {"qwen122b", "Qwen3.5-122B", {SSM_GDN, 64, 128, 128, 16}},
-};
-#define N_SHAPES ((int)(sizeof all_shapes / sizeof all_shapes[0]))
-
-enum { P_STD = 1, P_WINDOW = 2, P_SPEC = 4, P_LP = 8, P_SKIP = 16 };
-
-typedef struct {
-  int shapes[N_SHAPES], nshapes;
-  int batches[MAX_LIST], nbatches;
-  int windows[MAX_LIST], nwindows;
-  int drafts[MAX_LIST], ndrafts;
-  const char *lp_formats[MAX_LIST];
-  int nlp;
-  int parts;
-  int iters, warmup, check_batch, quick;
-  double skip_threshold;
-  const char *out;
-  const char *targets_out; /* --targets: the issue-17 verdicts as CSV */
-  int targets_only;        /* --targets-only: just the measurements the targets need */
-} options;
 
 /* ------------------------------------------------------------------------------------------------
  * Results: one row per measurement, printed as tables and written as CSV or JSON
@@ -143,15 +101,6 @@ static int cuda_ok(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 1;
   cli_error(CMD, "CUDA error in %s: %s", what, cudaGetErrorString(e));
   return 0;
-}
-
-/* Parses "a,b,c" of positive ints (at most 1000000) into out (at most MAX_LIST). Returns the
- * count or -1. */
-static int parse_int_list(const char *text, int *out /* [MAX_LIST] */) {
-  int64_t v[MAX_LIST];
-  int n = rssm_parse_int_list(text, 1, 1000000, v, MAX_LIST);
-  for (int i = 0; i < n; i++) out[i] = (int)v[i];
-  return n;
 }
 
 /* What a readout reads per head and record in this engine: alpha, x (GDN: u) [dv] and the key
@@ -383,7 +332,7 @@ typedef struct {
 
 /* Checks cfg_text (snap_T > 0: the snapshot baseline) on shape sh before it is timed; the result
  * is remembered. Prints one line. Returns 1 when bit-identical. */
-static int check_config(checks *ck, const shape *sh, const char *cfg_text, int snap_T) {
+static int check_config(checks *ck, const bk_shape *sh, const char *cfg_text, int snap_T) {
   char key[160];
   snprintf(key, sizeof key, "%s|%s|%d", sh->key, cfg_text ? cfg_text : "", snap_T);
   for (int i = 0; i < ck->n; i++)
@@ -428,15 +377,15 @@ static int check_config(checks *ck, const shape *sh, const char *cfg_text, int s
  * --------------------------------------------------------------------------------------------- */
 
 typedef struct {
-  options *o;
+  bk_options *o;
   results *rs;
   checks *ck;
   double copy_gbps;
   int cuda_failed;
   /* conventional fp32 step per (shape, batch), the reference of every ratio */
-  double conv_us[N_SHAPES][MAX_LIST + 1];
-  int conv_B[N_SHAPES][MAX_LIST + 1];
-  int nconv[N_SHAPES];
+  double conv_us[BK_N_SHAPES][BK_MAX_LIST + 1];
+  int conv_B[BK_N_SHAPES][BK_MAX_LIST + 1];
+  int nconv[BK_N_SHAPES];
 } bench;
 
 /* Times a standard-decoding configuration: conventional (one graph of a step per copy) or replay
@@ -524,20 +473,20 @@ done:
 static double conv_ref(bench *bn, int si, int B) {
   for (int i = 0; i < bn->nconv[si]; i++)
     if (bn->conv_B[si][i] == B) return bn->conv_us[si][i];
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   double us = -1.0, nf, fl;
   int k;
   if (check_config(bn->ck, sh, "conventional state=fp32", 0) &&
       time_standard(bn, "conventional state=fp32", &sh->d, B, &us, &nf, &fl, &k) != 0)
     us = -1.0;
-  if (bn->nconv[si] <= MAX_LIST) {
+  if (bn->nconv[si] <= BK_MAX_LIST) {
     bn->conv_B[si][bn->nconv[si]] = B;
     bn->conv_us[si][bn->nconv[si]++] = us;
   }
   return us;
 }
 
-static void fill_common(result *r, const char *part, const shape *sh, const char *cfg, int B) {
+static void fill_common(result *r, const char *part, const bk_shape *sh, const char *cfg, int B) {
   snprintf(r->part, sizeof r->part, "%s", part);
   snprintf(r->shape, sizeof r->shape, "%s", sh->name);
   snprintf(r->kind, sizeof r->kind, "%s", sh->d.kind == SSM_GDN ? "gdn" : "mamba2");
@@ -554,7 +503,7 @@ static void fill_rates(bench *bn, result *r, double conv_us) {
 /* The record of one timed replay configuration (parts std and window): times, the byte model
  * with this engine's and the paper's record sizes, rates against the conventional step cu.
  * NULL when out of memory. */
-static result *replay_result(bench *bn, const char *part, const shape *sh, const char *cfg, int B,
+static result *replay_result(bench *bn, const char *part, const bk_shape *sh, const char *cfg, int B,
                              int L, double us, double nf, double fl, int k, int ok, double cu) {
   const ssm_dims *d = &sh->d;
   result *r = add_result(bn->rs);
@@ -575,7 +524,7 @@ static result *replay_result(bench *bn, const char *part, const shape *sh, const
 
 /* Part std: conventional and replay L = 16 over the batch sweep. */
 static void part_std(bench *bn, int si) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const ssm_dims *d = &sh->d;
   const char *rcfg = "replay L=16 ckpt=fp32";
   const int L = 16;
@@ -612,7 +561,7 @@ static void part_std(bench *bn, int si) {
 
 /* Part window: replay L = 4 .. 64 at B = 256. */
 static void part_window(bench *bn, int si) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const ssm_dims *d = &sh->d;
   const int B = 256;
   printf("\n== replay window sweep, fp32, B = %d: %s\n", B, sh->name);
@@ -637,7 +586,7 @@ static void part_window(bench *bn, int si) {
 
 /* Part spec: snapshot baseline and output-only verification, T drafts, B = 256, L = 16. */
 static void part_spec(bench *bn, int si) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const ssm_dims *d = &sh->d;
   const int B = 256, L = 16;
   printf("\n== speculative verification, fp32, L = %d, B = %d: %s (x std = time / conventional step)\n", L, B,
@@ -708,7 +657,7 @@ static void part_spec(bench *bn, int si) {
 /* Part lp: the non-flush step reading C_lp in each format (split hp=fp32 lp=F; fp32: the shared
  * fp32 checkpoint, the same read), B = 256, L = 16. */
 static void part_lp(bench *bn, int si) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const ssm_dims *d = &sh->d;
   const int B = 256, L = 16;
   printf("\n== non-flush step by checkpoint read format, L = %d, B = %d: %s\n", L, B, sh->name);
@@ -752,7 +701,7 @@ static void part_lp(bench *bn, int si) {
  * reads skipped are those with alpha^n < thr (counted here for the same decays). Rows: part skip,
  * variant "timed", us = the non-flush step, model_ratio = the fraction of head reads skipped. */
 static void skip_timed(bench *bn, int si, double thr) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const int L = 16, B = 256;
   const float lo = 0.1f, hi = 0.6f;
   double skipped = 0.0;
@@ -801,7 +750,7 @@ static void skip_timed(bench *bn, int si, double thr) {
  * kernel skips anything yet, and what a threshold costs in KL is a separate experiment
  * (docs/bench-kernels.md). */
 static void part_skip(bench *bn, int si) {
-  const shape *sh = &all_shapes[si];
+  const bk_shape *sh = &bk_shapes[si];
   const ssm_dims *d = &sh->d;
   const int L = 16, B = 256, nsamp = 4096;
   const double thr = bn->o->skip_threshold;
@@ -846,17 +795,17 @@ static void part_skip(bench *bn, int si) {
 
 /* Prints (when print) the verdict table of the shapes run and writes it to --targets. Returns 0,
  * or -1 when the CSV cannot be written. */
-static int report_targets(const results *rs, const options *o, int print) {
+static int report_targets(const results *rs, const bk_options *o, int print) {
   bk_meas *m = calloc((size_t)(rs->n > 0 ? rs->n : 1), sizeof *m);
-  bk_target t[N_SHAPES * BK_N_TARGETS];
-  const char *names[N_SHAPES];
+  bk_target t[BK_N_SHAPES * BK_N_TARGETS];
+  const char *names[BK_N_SHAPES];
   if (!m) return -1;
   for (int i = 0; i < rs->n; i++) {
     const result *r = &rs->r[i];
     bk_meas x = {r->part, r->shape, r->config, r->variant, r->B, r->L, r->T, r->a, r->us, r->pct_copy, r->check};
     m[i] = x;
   }
-  for (int i = 0; i < o->nshapes; i++) names[i] = all_shapes[o->shapes[i]].name;
+  for (int i = 0; i < o->nshapes; i++) names[i] = bk_shapes[o->shapes[i]].name;
   int nt = bk_targets_eval(m, rs->n, names, o->nshapes, t);
   if (print) {
     printf("\n== issue 17 targets: measured value and verdict per shape\n");
@@ -874,10 +823,6 @@ static int report_targets(const results *rs, const options *o, int print) {
   free(m);
   return rc;
 }
-
-/* ------------------------------------------------------------------------------------------------
- * Copy bandwidth
- * --------------------------------------------------------------------------------------------- */
 
 /* ------------------------------------------------------------------------------------------------
  * Output files
@@ -929,226 +874,11 @@ static int write_results(const char *path, const results *rs, const char *device
   return 0;
 }
 
-/* ------------------------------------------------------------------------------------------------
- * Command line
- * --------------------------------------------------------------------------------------------- */
-
-/* The defaults of every option. */
-static void set_defaults(options *o) {
-  memset(o, 0, sizeof *o);
-  static const int def_b[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-  static const int def_w[] = {4, 8, 16, 32, 64};
-  static const int def_t[] = {1, 2, 4, 6, 8};
-  static const char *def_f[] = {"fp32", "bf16", "fp16", "fp8", "nvfp4", "mxfp4"};
-  o->nbatches = 10;
-  memcpy(o->batches, def_b, sizeof def_b);
-  o->nwindows = 5;
-  memcpy(o->windows, def_w, sizeof def_w);
-  o->ndrafts = 5;
-  memcpy(o->drafts, def_t, sizeof def_t);
-  o->nlp = 6;
-  for (int i = 0; i < 6; i++) o->lp_formats[i] = def_f[i];
-  o->parts = P_STD | P_WINDOW | P_SPEC | P_LP | P_SKIP;
-  o->iters = 15;
-  o->warmup = 3;
-  o->check_batch = 6;
-  o->skip_threshold = 1e-3;
-  o->nshapes = N_SHAPES;
-  for (int i = 0; i < N_SHAPES; i++) o->shapes[i] = i;
-}
-
-/* --targets-only: the measurements of the issue-17 targets (targets.h) and nothing else: parts
- * std (B = 1, 256), spec (T = 8) and lp (fp32, bf16, fp8, nvfp4). */
-static void apply_targets_only(options *o) {
-  o->nbatches = 2;
-  o->batches[0] = 1;
-  o->batches[1] = 256;
-  o->ndrafts = 1;
-  o->drafts[0] = 8;
-  o->nlp = 4;
-  o->lp_formats[0] = "fp32";
-  o->lp_formats[1] = "bf16";
-  o->lp_formats[2] = "fp8";
-  o->lp_formats[3] = "nvfp4";
-  o->parts = P_STD | P_SPEC | P_LP;
-}
-
-/* --quick: the short sweep. */
-static void apply_quick(options *o) {
-  o->nbatches = 2;
-  o->batches[0] = 1;
-  o->batches[1] = 256;
-  o->nwindows = 3;
-  o->windows[0] = 8;
-  o->windows[1] = 16;
-  o->windows[2] = 32;
-  o->ndrafts = 2;
-  o->drafts[0] = 1;
-  o->drafts[1] = 8;
-  o->nlp = 2;
-  o->lp_formats[1] = "nvfp4";
-  o->iters = 5;
-  o->warmup = 2;
-}
-
-/* --shapes LIST and --batches LIST; returns 0 or 2 after the message. */
-static int parse_shape_lists(const char *shapes, const char *batches, options *o) {
-  if (shapes) {
-    o->nshapes = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", shapes);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      int found = -1;
-      for (int s = 0; s < N_SHAPES; s++)
-        if (strcmp(t, all_shapes[s].key) == 0) found = s;
-      if (found < 0 || o->nshapes == N_SHAPES) {
-        cli_error(CMD, "--shapes: '%s' (expected a list of nano, super, qwen4b, qwen122b)", t);
-        return 2;
-      }
-      o->shapes[o->nshapes++] = found;
-    }
-    if (o->nshapes == 0) {
-      cli_error(CMD, "--shapes: empty list (expected nano, super, qwen4b, qwen122b)");
-      return 2;
-    }
-  }
-  if (batches && (o->nbatches = parse_int_list(batches, o->batches)) < 0) {
-    cli_error(CMD, "--batches '%s': expected a comma-separated list of batch sizes 1..65535", batches);
-    return 2;
-  }
-  for (int i = 0; i < o->nbatches; i++)
-    if (o->batches[i] > 65535) {
-      cli_error(CMD, "--batches: %d > 65535", o->batches[i]);
-      return 2;
-    }
-  return 0;
-}
-
-/* --parts LIST; returns 0 or 2 after the message. */
-static int parse_parts(const char *parts, options *o) {
-  if (parts) {
-    o->parts = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", parts);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (strcmp(t, "std") == 0) o->parts |= P_STD;
-      else if (strcmp(t, "window") == 0) o->parts |= P_WINDOW;
-      else if (strcmp(t, "spec") == 0) o->parts |= P_SPEC;
-      else if (strcmp(t, "lp") == 0) o->parts |= P_LP;
-      else if (strcmp(t, "skip") == 0) o->parts |= P_SKIP;
-      else {
-        cli_error(CMD, "--parts: '%s' (expected a list of std, window, spec, lp, skip)", t);
-        return 2;
-      }
-    }
-    if (!o->parts) {
-      cli_error(CMD, "--parts: empty list (expected std, window, spec, lp, skip)");
-      return 2;
-    }
-  }
-  return 0;
-}
-
-/* --iters, --warmup, --check-batch, --skip-threshold, --out; returns 0 or 2. */
-static int parse_counts(const char *iters, const char *warm, const char *cb, const char *thr,
-                        options *o) {
-  int one[MAX_LIST];
-  if (iters) {
-    if (parse_int_list(iters, one) != 1 || one[0] > 10000) {
-      cli_error(CMD, "--iters '%s': expected a count 1..10000", iters);
-      return 2;
-    }
-    o->iters = one[0];
-  }
-  if (warm) {
-    if (strcmp(warm, "0") == 0) o->warmup = 0;
-    else if (parse_int_list(warm, one) != 1 || one[0] > 10000) {
-      cli_error(CMD, "--warmup '%s': expected a count 0..10000", warm);
-      return 2;
-    } else o->warmup = one[0];
-  }
-  if (cb) {
-    if (parse_int_list(cb, one) != 1 || one[0] > 64) {
-      cli_error(CMD, "--check-batch '%s': expected 1..64 rows", cb);
-      return 2;
-    }
-    o->check_batch = one[0];
-  }
-  if (thr) {
-    char *end;
-    errno = 0;
-    double x = strtod(thr, &end);
-    if (*end || errno || !(x > 0.0 && x < 1.0)) {
-      cli_error(CMD, "--skip-threshold '%s': expected a number in (0, 1)", thr);
-      return 2;
-    }
-    o->skip_threshold = x;
-  }
-  if (o->out && !*o->out) {
-    cli_error(CMD, "--out: empty file name");
-    return 2;
-  }
-  return 0;
-}
-
-static int parse_args(int argc, char **argv, options *o) {
-  set_defaults(o);
-  const char *shapes = NULL, *batches = NULL, *parts = NULL, *iters = NULL, *warm = NULL, *cb = NULL, *thr = NULL;
-  const cli_opt opts[] = {
-      {.name = "--shapes", .type = CLI_STR, .dest = &shapes, .meta = "LIST",
-       .def = "all", .help = "nano,super,qwen4b,qwen122b"},
-      {.name = "--batches", .type = CLI_STR, .dest = &batches, .meta = "LIST",
-       .def = "1,2,4,8,16,32,64,128,256,512", .help = "batch sizes of the standard-decoding sweep"},
-      {.name = "--parts", .type = CLI_STR, .dest = &parts, .meta = "LIST", .def = "all",
-       .help = "std,window,spec,lp,skip"},
-      {.name = "--iters", .type = CLI_STR, .dest = &iters, .meta = "N", .def = "15",
-       .help = "timed replays per measurement"},
-      {.name = "--warmup", .type = CLI_STR, .dest = &warm, .meta = "N", .def = "3",
-       .help = "untimed replays first"},
-      {.name = "--check-batch", .type = CLI_STR, .dest = &cb, .meta = "N", .def = "6",
-       .help = "rows of each bit-identity check"},
-      {.name = "--skip-threshold", .type = CLI_STR, .dest = &thr, .meta = "X", .def = "1e-3",
-       .help = "Appendix F decay threshold"},
-      {.name = "--quick", .type = CLI_FLAG, .dest = &o->quick,
-       .help = "batches 1,256; windows 8,16,32; T 1,8; formats fp32,nvfp4; 5 replays"},
-      {.name = "--targets-only", .type = CLI_FLAG, .dest = &o->targets_only,
-       .help = "only what the issue-17 targets need: std at B 1,256; spec T 8;\n"
-               "lp fp32,bf16,fp8,nvfp4 (after --quick, before --shapes/--batches/--parts)"},
-      {.name = "--targets", .type = CLI_STR, .dest = &o->targets_out, .meta = "FILE",
-       .help = "the issue-17 target verdicts (printed at the end) also as CSV"},
-      {.name = "--out", .type = CLI_STR, .dest = &o->out, .meta = "FILE",
-       .help = "every measurement as CSV, or JSON when FILE ends in .json"},
-  };
-  const cli_spec spec = {
-      .cmd = CMD,
-      .usage = USAGE,
-      .about = "Times the GPU SSM kernels (src/ssm_cuda) on the paper's four shapes: nano\n"
-               "(Nemotron-3-Nano-4B, Mamba-2 H=96 dv=80 dk=128 G=8), super (Nemotron-3-Super-120B,\n"
-               "128/64/128/8), qwen4b (Qwen3.5-4B, GDN Hv=32 Hk=16 dv=dk=128), qwen122b (Qwen3.5-122B,\n"
-               "Hv=64). Every timed configuration is first checked bit for bit against the CPU engine on a\n"
-               "small batch of desynchronised rows; a failed check is reported and that configuration is\n"
-               "not timed. Times are medians of CUDA-event timings of graph replays after warm-up, with\n"
-               "enough state copies in rotation to exceed 2.5 x L2. docs/bench-kernels.md has the method\n"
-               "and the byte model.",
-      .epilog = "Exit status: 0 ran and every check passed; 1 a check failed or a CUDA error; 2 bad\n"
-                "usage, a build without CUDA, or no CUDA device.",
-      .opts = opts,
-      .nopts = (int)(sizeof opts / sizeof opts[0]),
-  };
-  int done;
-  int prc = cli_parse_or_help(&spec, argc, argv, &done);
-  if (done) return prc == 0 ? -1 : prc; /* -1: --help was answered */
-  if (o->quick) apply_quick(o);
-  if (o->targets_only) apply_targets_only(o);
-  if (parse_shape_lists(shapes, batches, o) || parse_parts(parts, o)) return 2;
-  return parse_counts(iters, warm, cb, thr, o);
-}
-
 int bench_kernels_main(int argc, char **argv) {
   /* line-buffered, so that a run stopped by a time limit keeps every finished line */
   setvbuf(stdout, NULL, _IOLBF, 0);
-  options o;
-  int rc = parse_args(argc, argv, &o);
+  bk_options o;
+  int rc = bk_parse_args(argc, argv, &o);
   if (rc < 0) return 0; /* --help */
   if (rc != 0) return rc;
   struct cudaDeviceProp prop;
@@ -1189,7 +919,7 @@ int bench_kernels_main(int argc, char **argv) {
   /* part by part over all shapes, the file rewritten after each measurement group, so that a run
      cut short (a time limit) still leaves every finished table */
   static void (*const part_fn[5])(bench *, int) = {part_std, part_window, part_spec, part_lp, part_skip};
-  static const int part_bit[5] = {P_STD, P_WINDOW, P_SPEC, P_LP, P_SKIP};
+  static const int part_bit[5] = {BK_P_STD, BK_P_WINDOW, BK_P_SPEC, BK_P_LP, BK_P_SKIP};
   rc = 0;
   for (int p = 0; p < 5 && rc == 0; p++) {
     if (!(o.parts & part_bit[p])) continue;
