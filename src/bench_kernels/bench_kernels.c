@@ -30,7 +30,6 @@
  * measured time. */
 #include "src/bench_kernels/bench_kernels.h"
 
-#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <gsl/gsl_statistics_double.h>
@@ -43,11 +42,11 @@
 
 #include "quant/format.h"
 #include "src/bench_kernels/bk_options.h"
+#include "src/bench_kernels/bk_workload.h"
 #include "src/bench_kernels/snapshot.h"
 #include "src/bench_kernels/ssm_check.h"
 #include "src/bench_kernels/targets.h"
 #include "src/io/cli_opts.h"
-#include "src/io/parse_num.h"
 #include "src/model_cuda/mc_bandwidth.h"
 #include "src/ssm/ssm_config.h"
 #include "src/ssm/ssm_engine.h"
@@ -97,12 +96,6 @@ static result *add_result(results *rs) {
  * Small helpers
  * --------------------------------------------------------------------------------------------- */
 
-static int cuda_ok(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return 1;
-  cli_error(CMD, "CUDA error in %s: %s", what, cudaGetErrorString(e));
-  return 0;
-}
-
 /* What a readout reads per head and record in this engine: alpha, x (GDN: u) [dv] and the key
  * group's k [dk], shared by the H / G heads of the group, all fp32. (GDN also writes beta and v
  * once per token and reads v once to form u; the C.3 term counts only the repeated reads.) */
@@ -123,196 +116,6 @@ static size_t ckpt_bytes(const char *fmt_text, const ssm_dims *d) {
   char err[128];
   if (qformat_parse(fmt_text, &f, err, sizeof err) != 0 || qlayout_of(&f, d->dv, d->dk, &lay) != 0) return 0;
   return (size_t)lay.bytes_per_matrix;
-}
-
-/* ------------------------------------------------------------------------------------------------
- * Workloads: K copies of a batched state, shared inputs, graphs of whole operations
- * --------------------------------------------------------------------------------------------- */
-
-typedef struct {
-  ssm_config cfg;
-  ssm_dims d;
-  int B, n, K, spec, snap, T;
-  ssm_cuda_state *st;     /* [K] (engine workloads) */
-  bench_snap_state *sn;   /* [K] (snapshot baseline) */
-  float *in_buf;          /* device: alpha, beta, v, k, q of [B][n][...] back to back */
-  ssm_cuda_inputs in;
-  float *o;               /* device [B][n][H][dv] */
-  int *d_a;               /* device [B] acceptance lengths */
-  cudaStream_t s;
-} workload;
-
-static void wl_free(workload *w) {
-  if (w->st)
-    for (int c = 0; c < w->K; c++) ssm_cuda_free(&w->st[c]);
-  if (w->sn)
-    for (int c = 0; c < w->K; c++) bench_snap_free(&w->sn[c]);
-  free(w->st);
-  free(w->sn);
-  if (w->in_buf) cudaFree(w->in_buf);
-  if (w->o) cudaFree(w->o);
-  if (w->d_a) cudaFree(w->d_a);
-  if (w->s) cudaStreamDestroy(w->s);
-  memset(w, 0, sizeof *w);
-}
-
-/* Copies so that the states in rotation exceed 2.5 x L2 (at most 64). */
-static int copies_for(double state_bytes) {
-  int dev = 0, l2 = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-  if (l2 <= 0) l2 = 64 << 20;
-  int k = (int)ceil(2.5 * (double)l2 / state_bytes);
-  return k < 1 ? 1 : (k > 64 ? 64 : k);
-}
-
-/* The decays of the timing inputs, U(lo, hi), the same at every step of a graph: 0.9 .. 0.9999
- * (states stay bounded), except while part skip times its threshold on faster decays. */
-static float timing_alpha_lo = 0.9f, timing_alpha_hi = 0.9999f;
-
-/* Builds K copies of cfg_text (snap_T > 0: the snapshot baseline with T drafts instead) at batch
- * B, with device-filled inputs; a[b] = accept for spec and snapshot rounds. Returns 0 or -1 (one
- * line printed). */
-static int wl_build(workload *w, const char *cfg_text, const ssm_dims *d, int B, int snap_T, int accept) {
-  memset(w, 0, sizeof *w);
-  char err[256];
-  w->d = *d;
-  w->B = B;
-  if (snap_T > 0) {
-    w->snap = 1;
-    w->T = snap_T;
-    w->n = snap_T;
-  } else {
-    if (ssm_config_parse(cfg_text, &w->cfg, err, sizeof err) != 0) {
-      cli_error(CMD, "config '%s': %s", cfg_text, err);
-      return -1;
-    }
-    w->spec = w->cfg.strategy == SSM_SPEC;
-    w->T = w->spec ? w->cfg.T : 0;
-    w->n = w->spec ? w->cfg.T : 1;
-  }
-  /* the state one operation touches: the read checkpoint (snapshot: T + 1 states) */
-  double mat = (double)d->H * d->dv * d->dk * 4.0 * B;
-  double touched = w->snap ? mat * (1 + w->T) : mat;
-  if (!w->snap && w->cfg.strategy != SSM_CONVENTIONAL && w->cfg.split) {
-    qlayout lay;
-    if (qlayout_of(&w->cfg.lp, d->dv, d->dk, &lay) == 0) touched = (double)lay.bytes_per_matrix * d->H * B;
-  }
-  w->K = copies_for(touched);
-  if (!cuda_ok(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), "stream")) return -1;
-  uint32_t *seqs = malloc((size_t)B * sizeof *seqs);
-  if (!seqs) return -1;
-  for (int b = 0; b < B; b++) seqs[b] = (uint32_t)b;
-  if (w->snap) {
-    w->sn = calloc((size_t)w->K, sizeof *w->sn);
-    for (int c = 0; w->sn && c < w->K; c++)
-      if (bench_snap_build(&w->sn[c], d, B, w->T, err, sizeof err) != 0) {
-        cli_error(CMD, "snapshot state (B=%d T=%d, copy %d of %d): %s", B, w->T, c + 1, w->K, err);
-        w->K = c;
-        free(seqs);
-        return -1;
-      }
-  } else {
-    w->st = calloc((size_t)w->K, sizeof *w->st);
-    for (int c = 0; w->st && c < w->K; c++)
-      if (ssm_cuda_build(&w->st[c], &w->cfg, d, B, 0x5eedULL, 0, seqs, err, sizeof err) != 0) {
-        cli_error(CMD, "'%s' state (B=%d, copy %d of %d): %s", cfg_text, B, c + 1, w->K, err);
-        w->K = c;
-        free(seqs);
-        return -1;
-      }
-  }
-  free(seqs);
-  if (!w->st && !w->sn) return -1;
-  const size_t nH = (size_t)B * w->n * d->H, nV = nH * d->dv, nK = (size_t)B * w->n * d->G * d->dk;
-  const size_t total = 2 * nH + nV + 2 * nK;
-  if (!cuda_ok(cudaMalloc((void **)&w->in_buf, total * sizeof(float)), "input allocation") ||
-      !cuda_ok(cudaMalloc((void **)&w->o, nV * sizeof(float)), "output allocation") ||
-      !cuda_ok(cudaMalloc((void **)&w->d_a, (size_t)B * sizeof(int)), "acceptance allocation"))
-    return -1;
-  float *p = w->in_buf;
-  w->in.alpha = p;
-  w->in.beta = d->kind == SSM_GDN ? p + nH : NULL;
-  w->in.v = p + 2 * nH;
-  w->in.k = p + 2 * nH + nV;
-  w->in.q = p + 2 * nH + nV + nK;
-  /* the ranges of the first timings (decays 0.9 .. 0.9999, small keys): states stay bounded */
-  int rc = mc_fill_uniform(p, nH, 1, timing_alpha_lo, timing_alpha_hi, w->s) | mc_fill_uniform(p + nH, nH, 2, 0.05f, 0.95f, w->s) |
-           mc_fill_uniform(p + 2 * nH, nV, 3, -1.0f, 1.0f, w->s) |
-           mc_fill_uniform(p + 2 * nH + nV, nK, 4, -0.1f, 0.1f, w->s) |
-           mc_fill_uniform(p + 2 * nH + nV + nK, nK, 5, -0.1f, 0.1f, w->s);
-  int *a = malloc((size_t)B * sizeof *a);
-  if (!a) return -1;
-  for (int b = 0; b < B; b++) a[b] = accept;
-  cudaError_t e = cudaMemcpy(w->d_a, a, (size_t)B * sizeof(int), cudaMemcpyHostToDevice);
-  free(a);
-  if (rc != 0 || !cuda_ok(e, "input upload") || !cuda_ok(cudaDeviceSynchronize(), "workload build")) return -1;
-  return 0;
-}
-
-/* One operation on every copy in turn: a step, or a round (verify + commit). */
-static int wl_op_all(workload *w) {
-  int rc = 0;
-  for (int c = 0; c < w->K; c++) {
-    if (w->snap) {
-      rc |= bench_snap_verify(&w->sn[c], &w->in, w->o, w->s);
-      rc |= bench_snap_commit(&w->sn[c], w->d_a, w->s);
-    } else if (w->spec) {
-      rc |= ssm_cuda_verify(&w->st[c], &w->in, NULL, w->o, w->s);
-      rc |= ssm_cuda_commit(&w->st[c], w->d_a, NULL, w->s);
-    } else {
-      rc |= ssm_cuda_step(&w->st[c], &w->in, NULL, w->o, w->s);
-    }
-  }
-  return rc;
-}
-
-/* A graph of `reps` operations on every copy. */
-static int wl_graph(workload *w, int reps, cudaGraphExec_t *exec) {
-  cudaGraph_t g = NULL;
-  *exec = NULL;
-  if (!cuda_ok(cudaStreamBeginCapture(w->s, cudaStreamCaptureModeThreadLocal), "graph capture")) return -1;
-  int rc = 0;
-  for (int r = 0; r < reps; r++) rc |= wl_op_all(w);
-  cudaError_t e = cudaStreamEndCapture(w->s, &g);
-  if (rc != 0 || !cuda_ok(e, "graph capture")) {
-    if (g) cudaGraphDestroy(g);
-    if (rc != 0) cli_error(CMD, "an operation refused to launch during capture");
-    return -1;
-  }
-  e = cudaGraphInstantiate(exec, g, 0);
-  cudaGraphDestroy(g);
-  return cuda_ok(e, "graph instantiation") ? 0 : -1;
-}
-
-/* Replays the ng graphs in order, warmup + iters times; ms[i * ng + j] = graph j's time in replay
- * i (after warm-up). Returns 0 or -1. */
-static int time_graphs(workload *w, cudaGraphExec_t *g /* [ng] */, int ng, int warmup, int iters,
-                       double *ms /* [iters][ng] */) {
-  cudaEvent_t ev[9];
-  if (ng > 8) return -1;
-  for (int j = 0; j <= ng; j++)
-    if (!cuda_ok(cudaEventCreate(&ev[j]), "event")) return -1;
-  int ok = 1;
-  for (int it = 0; ok && it < warmup + iters; it++) {
-    /* a profiler run with --profile-from-start off (scripts/bench/kernels_profile.sh) sees only
-     * the timed replays, not the CPU checks' launches nor the warm-up; without one, a no-op */
-    if (it == warmup) cudaProfilerStart();
-    ok &= cuda_ok(cudaEventRecord(ev[0], w->s), "event record");
-    for (int j = 0; ok && j < ng; j++) {
-      ok &= cuda_ok(cudaGraphLaunch(g[j], w->s), "graph launch");
-      ok &= cuda_ok(cudaEventRecord(ev[j + 1], w->s), "event record");
-    }
-    ok = ok && cuda_ok(cudaEventSynchronize(ev[ng]), "timed replay");
-    for (int j = 0; ok && j < ng && it >= warmup; j++) {
-      float t = 0.0f;
-      ok &= cuda_ok(cudaEventElapsedTime(&t, ev[j], ev[j + 1]), "event time");
-      ms[(size_t)(it - warmup) * ng + j] = t;
-    }
-  }
-  cudaProfilerStop();
-  for (int j = 0; j <= ng; j++) cudaEventDestroy(ev[j]);
-  return ok ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -386,29 +189,32 @@ typedef struct {
   double conv_us[BK_N_SHAPES][BK_MAX_LIST + 1];
   int conv_B[BK_N_SHAPES][BK_MAX_LIST + 1];
   int nconv[BK_N_SHAPES];
+  /* the timing inputs' decays, U(alpha_lo, alpha_hi) (bk_workload_build): 0.9 .. 0.9999 except
+     while part skip times its threshold on faster decays */
+  float alpha_lo, alpha_hi;
 } bench;
 
 /* Times a standard-decoding configuration: conventional (one graph of a step per copy) or replay
  * (the L - 1 non-flush steps, then the flush step). us per token; nf and fl per step. */
 static int time_standard(bench *bn, const char *cfg_text, const ssm_dims *d, int B, double *us, double *nf,
                          double *fl, int *copies) {
-  workload w;
+  bk_workload w;
   int rc = -1;
   cudaGraphExec_t g[2] = {NULL, NULL};
   double *ms = NULL;
   *nf = *fl = -1.0;
-  if (wl_build(&w, cfg_text, d, B, 0, 1) != 0) goto done;
+  if (bk_workload_build(&w, cfg_text, d, B, 0, 1, bn->alpha_lo, bn->alpha_hi) != 0) goto done;
   *copies = w.K;
   const int it = bn->o->iters;
   ms = malloc((size_t)it * 2 * sizeof *ms);
   if (!ms) goto done;
   if (w.cfg.strategy == SSM_CONVENTIONAL) {
-    if (wl_graph(&w, 1, &g[0]) != 0 || time_graphs(&w, g, 1, bn->o->warmup, it, ms) != 0) goto done;
+    if (bk_workload_graph(&w, 1, &g[0]) != 0 || bk_time_graphs(&w, g, 1, bn->o->warmup, it, ms) != 0) goto done;
     *us = gsl_stats_median(ms, 1, (size_t)it) * 1000.0 / w.K;
   } else {
     const int L = w.cfg.L;
-    if (wl_graph(&w, L - 1, &g[0]) != 0 || wl_graph(&w, 1, &g[1]) != 0 ||
-        time_graphs(&w, g, 2, bn->o->warmup, it, ms) != 0)
+    if (bk_workload_graph(&w, L - 1, &g[0]) != 0 || bk_workload_graph(&w, 1, &g[1]) != 0 ||
+        bk_time_graphs(&w, g, 2, bn->o->warmup, it, ms) != 0)
       goto done;
     double *a = malloc((size_t)it * sizeof *a), *f = malloc((size_t)it * sizeof *f),
            *s = malloc((size_t)it * sizeof *s);
@@ -431,7 +237,7 @@ done:
   for (int j = 0; j < 2; j++)
     if (g[j]) cudaGraphExecDestroy(g[j]);
   free(ms);
-  wl_free(&w);
+  bk_workload_free(&w);
   if (rc != 0) bn->cuda_failed = 1;
   return rc;
 }
@@ -440,11 +246,11 @@ done:
  * snapshot baseline (snap_T > 0), per round. */
 static int time_rounds(bench *bn, const char *cfg_text, const ssm_dims *d, int B, int snap_T, int a, double *us,
                        int *copies) {
-  workload w;
+  bk_workload w;
   int rc = -1;
   cudaGraphExec_t g = NULL, g0 = NULL;
   double *ms = NULL;
-  if (wl_build(&w, cfg_text, d, B, snap_T, a) != 0) goto done;
+  if (bk_workload_build(&w, cfg_text, d, B, snap_T, a, bn->alpha_lo, bn->alpha_hi) != 0) goto done;
   *copies = w.K;
   const int it = bn->o->iters;
   ms = malloc((size_t)it * sizeof *ms);
@@ -455,16 +261,16 @@ static int time_rounds(bench *bn, const char *cfg_text, const ssm_dims *d, int B
        with h + T > L flushes, after which h = a again */
     const int L = w.cfg.L, T = w.cfg.T;
     per = (L - T) / a + 1;
-    if (wl_graph(&w, 1, &g0) != 0 || !cuda_ok(cudaGraphLaunch(g0, w.s), "graph launch")) goto done;
+    if (bk_workload_graph(&w, 1, &g0) != 0 || !bk_cuda_ok(cudaGraphLaunch(g0, w.s), "graph launch")) goto done;
   }
-  if (wl_graph(&w, per, &g) != 0 || time_graphs(&w, &g, 1, bn->o->warmup, it, ms) != 0) goto done;
+  if (bk_workload_graph(&w, per, &g) != 0 || bk_time_graphs(&w, &g, 1, bn->o->warmup, it, ms) != 0) goto done;
   *us = gsl_stats_median(ms, 1, (size_t)it) * 1000.0 / ((double)per * w.K);
   rc = 0;
 done:
   if (g) cudaGraphExecDestroy(g);
   if (g0) cudaGraphExecDestroy(g0);
   free(ms);
-  wl_free(&w);
+  bk_workload_free(&w);
   if (rc != 0) bn->cuda_failed = 1;
   return rc;
 }
@@ -542,7 +348,7 @@ static void part_std(bench *bn, int si) {
     fill_common(rc, "std", sh, "conventional state=fp32", B);
     rc->L = L;
     rc->us = cu;
-    rc->copies = copies_for((double)d->H * d->dv * d->dk * 4.0 * B);
+    rc->copies = bk_copies_for((double)d->H * d->dv * d->dk * 4.0 * B);
     rc->model_bytes = (double)B * d->H * m_conv(d, L) / L;
     rc->model_ratio = rc->model_ratio_paper = 1.0;
     if (!okc) snprintf(rc->check, sizeof rc->check, "FAIL");
@@ -715,8 +521,8 @@ static void skip_timed(bench *bn, int si, double thr) {
   snprintf(cfg[0], sizeof cfg[0], "replay L=%d ckpt=fp32", L);
   snprintf(cfg[1], sizeof cfg[1], "replay L=%d ckpt=fp32 skip=%.3g", L, thr);
   double nf[2] = {-1.0, -1.0};
-  timing_alpha_lo = lo;
-  timing_alpha_hi = hi;
+  bn->alpha_lo = lo;
+  bn->alpha_hi = hi;
   for (int v = 0; v < 2; v++) {
     int ok = check_config(bn->ck, sh, cfg[v], 0);
     double us = -1.0, fl = -1.0;
@@ -733,8 +539,8 @@ static void skip_timed(bench *bn, int si, double thr) {
     r->us_flush = fl;
     r->model_ratio = r->model_ratio_paper = v == 1 ? frac : 0.0;
   }
-  timing_alpha_lo = 0.9f;
-  timing_alpha_hi = 0.9999f;
+  bn->alpha_lo = 0.9f;
+  bn->alpha_hi = 0.9999f;
   printf("timed, alpha~U(%.1f:%.1f) per head, B = %d: non-flush step %.1f us, with skip=%.3g %.1f us "
          "(%.1f %% less); %.1f %% of head reads below the threshold\n",
          (double)lo, (double)hi, B, nf[0], thr, nf[1], nf[0] > 0 && nf[1] > 0 ? 100.0 * (1.0 - nf[1] / nf[0]) : 0.0,
@@ -912,6 +718,8 @@ int bench_kernels_main(int argc, char **argv) {
   bn.rs = &rs;
   bn.ck = &ck;
   bn.copy_gbps = copy;
+  bn.alpha_lo = 0.9f;
+  bn.alpha_hi = 0.9999f;
   char dev[300];
   snprintf(dev, sizeof dev, "%s", prop.name);
   for (char *p = dev; *p; p++)
