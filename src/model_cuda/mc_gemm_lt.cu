@@ -39,14 +39,18 @@ struct mc_gemm_lt {
 
 namespace {
 
-/* The plan of a shape, built and ranked on its first use; NULL on a cuBLASLt error or when the
- * cache is full. */
-const lt_plan *plan_for(mc_gemm_lt *lt, int64_t rows, int64_t cols, int64_t ldy, int tile) {
+/* The cached plan of a shape, or NULL. */
+const lt_plan *plan_find(const mc_gemm_lt *lt, int64_t rows, int64_t cols, int64_t ldy, int tile) {
   for (int i = 0; i < lt->nplans; i++) {
     const lt_plan &q = lt->plans[i];
     if (q.rows == rows && q.cols == cols && q.ldy == ldy && q.tile == tile) return &q;
   }
-  if (lt->nplans == LT_PLANS) return nullptr;
+  return nullptr;
+}
+
+/* A new shape's plan, built and ranked into the cache (which has room); NULL on a cuBLASLt
+ * error. */
+const lt_plan *plan_build(mc_gemm_lt *lt, int64_t rows, int64_t cols, int64_t ldy, int tile) {
   lt_plan *p = &lt->plans[lt->nplans];
   *p = lt_plan{};
   p->rows = rows, p->cols = cols, p->ldy = ldy, p->tile = tile;
@@ -110,8 +114,9 @@ extern "C" int mc_gemm_lt_run(mc_gemm_lt *lt, int rank, const void *W, const uin
       tile < 1 || Rpad < tile || Rpad % tile || cols % 8 || ldy % 4 || (uintptr_t)W % 16 ||
       (uintptr_t)xb % 16 || (uintptr_t)Y % 16)
     return -2;
-  const lt_plan *p = plan_for(lt, rows, cols, ldy, tile);
-  if (!p) return -1;
+  const lt_plan *p = plan_find(lt, rows, cols, ldy, tile);
+  if (!p && lt->nplans == LT_PLANS) return -2; /* the cache is full: cuBLAS takes the shape */
+  if (!p && !(p = plan_build(lt, rows, cols, ldy, tile))) return -1;
   if (rank >= p->nranked || p->ranked[rank].state != CUBLAS_STATUS_SUCCESS ||
       p->ranked[rank].workspaceSize > ws_bytes)
     return -2;

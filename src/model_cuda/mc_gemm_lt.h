@@ -41,7 +41,8 @@ void mc_gemm_lt_destroy(mc_gemm_lt *lt);
 /* Y = W . xb on the Rpad / tile tiles with the rank-th ranked algorithm, workspace ws of
  * ws_bytes (the algorithms ranked need at most MC_GEMM_LT_WORKSPACE bytes). Returns 0, -1 on a
  * cuBLASLt error, -2 when the shape is not taken (alignment above, Rpad not a multiple of tile,
- * a rank the heuristic did not reach, ws_bytes under the workspace the algorithm needs). */
+ * a rank the heuristic did not reach, ws_bytes under the workspace the algorithm needs, a new shape
+ * when the plan cache is full). */
 int mc_gemm_lt_run(mc_gemm_lt *lt, int rank, const void *W /* [rows][cols] bf16 */,
                    const uint16_t *xb /* [Rpad][cols] bf16 */, float *Y /* [Rpad][ldy] */,
                    int64_t ldy, int64_t Rpad, int64_t rows, int64_t cols, int tile, void *ws,
