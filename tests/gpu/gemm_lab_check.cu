@@ -167,22 +167,12 @@ int main() {
       const gemm_lab_prec p = (gemm_lab_prec)pi;
       const std::vector<int> &Rs = s.big ? big_r : all_r;
       const long long nchunks = (s.cols + gemm_lab_chunk(p) - 1) / gemm_lab_chunk(p);
-      struct { int v, tile, nsplit;
-      } runs[] = {{GEMM_LAB_CUBLAS, 16, 1},
-                  {GEMM_LAB_CUBLAS, 64, 1},
-                  {GEMM_LAB_STREAM, 16, 1},
-                  {GEMM_LAB_STREAM4, 16, 1},
-                  {GEMM_LAB_SPLITK, 16, gemm_lab_splits(s.rows, s.cols, p, sms)},
-                  {GEMM_LAB_SPLITK, 16, 3},
-                  {GEMM_LAB_SPLITK, 16, 7},
-                  {GEMM_LAB_MMA4, 16, 1},
-                  {GEMM_LAB_MMA8, 16, 1},
-                  {GEMM_LAB_MMA16, 16, 1},
-                  {GEMM_LAB_WIDE, 16, 1},
-                  {GEMM_LAB_LT0, 64, 1},
-                  {GEMM_LAB_LT0 + 1, 64, 1},
-                  {GEMM_LAB_LT0 + 2, 16, 1},
-                  {GEMM_LAB_LT0 + 3, 64, 1}};
+      struct { int v, tile, nsplit; } runs[] = {
+          {GEMM_LAB_CUBLAS, 16, 1}, {GEMM_LAB_CUBLAS, 64, 1}, {GEMM_LAB_STREAM, 16, 1}, {GEMM_LAB_STREAM4, 16, 1},
+          {GEMM_LAB_SPLITK, 16, gemm_lab_splits(s.rows, s.cols, p, sms)}, {GEMM_LAB_SPLITK, 16, 3},
+          {GEMM_LAB_SPLITK, 16, 7}, {GEMM_LAB_MMA4, 16, 1}, {GEMM_LAB_MMA8, 16, 1},
+          {GEMM_LAB_MMA16, 16, 1}, {GEMM_LAB_WIDE, 16, 1}, {GEMM_LAB_LT0, 64, 1},
+          {GEMM_LAB_LT0 + 1, 64, 1}, {GEMM_LAB_LT0 + 2, 16, 1}, {GEMM_LAB_LT0 + 3, 64, 1}};
       for (const auto &run : runs) {
         if (run.v == GEMM_LAB_SPLITK && run.nsplit == 7 && nchunks < 32LL * 7) continue;
         /* the tensor-core kernel: bf16 only, whole 16-byte rows (cols % 8 == 0) */
